@@ -1,0 +1,42 @@
+package afloat
+
+import "context"
+
+// Provider is one model endpoint. Adapters translate; they do not retry, break or fall back:
+// the cascade composes that.
+type Provider interface {
+	// Complete sends req and returns the provider's answer. A failure is returned as a
+	// *ProviderError whose Kind says whether it is the provider's health (Unavailable,
+	// Throttled), its account (Unusable) or the request or answer (Contract). An error of
+	// another type is treated as Unavailable. Complete honours ctx's deadline and
+	// cancellation, returning promptly once ctx is done.
+	Complete(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Streamer is implemented by providers that can stream. It is optional: the cascade finds it
+// by type assertion.
+type Streamer interface {
+	// Stream starts a streamed call. An error before the first chunk follows Complete's
+	// contract; errors while reading come from Stream.Recv.
+	Stream(ctx context.Context, req *Request) (Stream, error)
+}
+
+// Stream is an answer arriving in chunks. It is not safe for concurrent use.
+type Stream interface {
+	// Recv returns the next chunk, or io.EOF after the last one. Any other error, including
+	// an error event inside a 200 stream, is a *ProviderError of kind Unavailable unless the
+	// provider said otherwise.
+	Recv() (Chunk, error)
+	// Close releases the connection; it is safe to call more than once.
+	Close() error
+}
+
+// Chunk is one piece of a streamed answer.
+type Chunk struct {
+	// Delta is new text (never cumulative, whatever the provider sends).
+	Delta        string
+	ToolCalls    []ToolCall
+	FinishReason string
+	// Usage is set on the chunk that carries it, usually the last.
+	Usage *Usage
+}
