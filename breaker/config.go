@@ -1,0 +1,118 @@
+package breaker
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Config tunes a Breaker. Its zero value gives the defaults of DESIGN.md §4
+// (defaults.breaker).
+type Config struct {
+	// ConsecutiveFailures trips the breaker after this many availability failures in a row
+	// (a success or a contract failure ends the row). 0 means 5.
+	ConsecutiveFailures int
+	// FailureRate trips the breaker when failures/calls over Window reaches it, once Window
+	// holds at least MinCalls calls. It must be in (0, 1]; 0 means 0.5.
+	FailureRate float64
+	// Window is the sliding period over which FailureRate is measured, in 10 buckets.
+	// 0 means 30s.
+	Window time.Duration
+	// MinCalls is the fewest calls in Window for FailureRate to trip the breaker. 0 means 20.
+	MinCalls int
+	// Recovery is how long the breaker stays open before it admits one probe. 0 means 30s.
+	Recovery time.Duration
+	// MaxRecovery caps the open period, which each failed probe doubles. It must not be
+	// shorter than Recovery. 0 means 5m.
+	MaxRecovery time.Duration
+	// UnusableCooldown is how long an Unusable failure (bad key, exhausted quota) opens the
+	// breaker for. 0 means 5m.
+	UnusableCooldown time.Duration
+	// ProbeTimeout frees the probe slot of a probe that was admitted but never reported
+	// (Done or Cancel), so that another caller may probe. 0 means 1m.
+	ProbeTimeout time.Duration
+	// Disabled makes a breaker that admits every call and never opens, for tests and
+	// comparisons. false means the breaker works.
+	Disabled bool
+	// Clock tells the time. nil means the real clock.
+	Clock clockwork.Clock
+	// Store holds the breaker's state. nil means a new MemoryStore of this breaker alone.
+	Store Store
+	// OnStateChange is called once for each change of state this breaker makes (not for
+	// changes another replica makes in a shared store), after the change, never while a lock
+	// is held, one call at a time and in the order of the changes; it may call the breaker's
+	// methods. It runs on the goroutine of a caller of Allow, Done or Force (not always the
+	// one that made the change), so it should return quickly. nil means no calls.
+	OnStateChange func(Event)
+}
+
+// Defaults of Config's zero fields.
+const (
+	DefaultConsecutiveFailures = 5
+	DefaultFailureRate         = 0.5
+	DefaultWindow              = 30 * time.Second
+	DefaultMinCalls            = 20
+	DefaultRecovery            = 30 * time.Second
+	DefaultMaxRecovery         = 5 * time.Minute
+	DefaultUnusableCooldown    = 5 * time.Minute
+	DefaultProbeTimeout        = time.Minute
+)
+
+// settings is a Config with its defaults filled in and checked.
+type settings struct {
+	consecutive      int
+	rate             float64
+	window           time.Duration
+	minCalls         int
+	recovery         time.Duration
+	maxRecovery      time.Duration
+	unusableCooldown time.Duration
+	probeTimeout     time.Duration
+	disabled         bool
+}
+
+func (c Config) settings() (settings, error) {
+	var errs []error
+	if c.ConsecutiveFailures < 0 {
+		errs = append(errs, fmt.Errorf("consecutive failures %d is negative", c.ConsecutiveFailures))
+	}
+	if c.MinCalls < 0 {
+		errs = append(errs, fmt.Errorf("min calls %d is negative", c.MinCalls))
+	}
+	if math.IsNaN(c.FailureRate) || c.FailureRate < 0 || c.FailureRate > 1 {
+		errs = append(errs, fmt.Errorf("failure rate %v is outside (0, 1]", c.FailureRate))
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"window", c.Window},
+		{"recovery", c.Recovery},
+		{"max recovery", c.MaxRecovery},
+		{"unusable cooldown", c.UnusableCooldown},
+		{"probe timeout", c.ProbeTimeout},
+	} {
+		if d.d < 0 {
+			errs = append(errs, fmt.Errorf("%s %v is negative", d.name, d.d))
+		}
+	}
+	s := settings{
+		consecutive:      cmp.Or(c.ConsecutiveFailures, DefaultConsecutiveFailures),
+		rate:             cmp.Or(c.FailureRate, DefaultFailureRate),
+		window:           cmp.Or(c.Window, DefaultWindow),
+		minCalls:         cmp.Or(c.MinCalls, DefaultMinCalls),
+		recovery:         cmp.Or(c.Recovery, DefaultRecovery),
+		maxRecovery:      cmp.Or(c.MaxRecovery, DefaultMaxRecovery),
+		unusableCooldown: cmp.Or(c.UnusableCooldown, DefaultUnusableCooldown),
+		probeTimeout:     cmp.Or(c.ProbeTimeout, DefaultProbeTimeout),
+		disabled:         c.Disabled,
+	}
+	if len(errs) == 0 && s.maxRecovery < s.recovery {
+		errs = append(errs, fmt.Errorf("max recovery %v is shorter than recovery %v", s.maxRecovery, s.recovery))
+	}
+	return s, errors.Join(errs...)
+}

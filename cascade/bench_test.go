@@ -1,0 +1,92 @@
+package cascade
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/breaker"
+	"github.com/jonboulle/clockwork"
+)
+
+// static answers at once with a prebuilt response, so that a benchmark measures the
+// cascade's own cost and none of a provider's.
+type static struct{ resp *afloat.Response }
+
+func (s static) Complete(context.Context, *afloat.Request) (*afloat.Response, error) {
+	return s.resp, nil
+}
+
+func benchTask(b *testing.B, tiers int) (*Engine, *Task) {
+	b.Helper()
+	cfg := Config{Clock: clockwork.NewRealClock()}
+	tc := TaskConfig{Name: "triage", Criticality: afloat.Enrichment, Schema: []byte(triageSchema), Heuristic: triageRules}
+	for i := range tiers {
+		name := "p" + string(rune('0'+i))
+		cfg.Providers = append(cfg.Providers, ProviderConfig{Name: name,
+			Provider: static{&afloat.Response{Content: validAnswer, Usage: afloat.Usage{InputTokens: 120, OutputTokens: 30}}},
+			Price:    Price{InputPer1M: 1.5, OutputPer1M: 1.5, Currency: "USD"}})
+		tc.Cascade = append(tc.Cascade, Tier{Provider: name, Prompt: mustPrompt(b, "triage/"+name+".v1.tmpl")})
+	}
+	e, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	task, err := e.Task(tc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e, task
+}
+
+// BenchmarkHappyPath is one call answered by tier 0: flags, gates, template rendering, the
+// call to a provider that answers at once, contract check and schema validation, metrics.
+func BenchmarkHappyPath(b *testing.B) {
+	_, task := benchTask(b, 3)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := task.RunJSON(ctx, ticket)
+		if err != nil || res.Source != afloat.SourceModel {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkOpenCircuitCall is a whole call whose only tier's circuit is open: flags, the
+// skip, and the heuristic fallback with its validation.
+func BenchmarkOpenCircuitCall(b *testing.B) {
+	e, task := benchTask(b, 1)
+	ctx := context.Background()
+	if err := e.Breaker("p0").Force(ctx, breaker.StateOpen); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := task.RunJSON(ctx, ticket)
+		if err != nil || res.Source != afloat.SourceHeuristic {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkSkipOpenCircuit is the cost of the circuit gate skipping one open tier: what
+// every call pays per broken provider during an outage.
+func BenchmarkSkipOpenCircuit(b *testing.B) {
+	e, task := benchTask(b, 1)
+	ctx := context.Background()
+	if err := e.Breaker("p0").Force(ctx, breaker.StateOpen); err != nil {
+		b.Fatal(err)
+	}
+	tr := &task.tiers[0]
+	req := &afloat.Request{}
+	b.ReportAllocs()
+	for b.Loop() {
+		r := afloat.Result[json.RawMessage]{Attempts: make([]afloat.Attempt, 0, 1)}
+		_, o := task.call(ctx, tr, req, false, &r)
+		if o != afloat.OutcomeCircuitOpen {
+			b.Fatal(o)
+		}
+	}
+}

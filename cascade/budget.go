@@ -1,0 +1,72 @@
+package cascade
+
+import (
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// retryBudget caps retries at a share of calls over a sliding window, so that a sustained
+// outage cannot multiply the load on a provider that is already failing. It counts in ten
+// buckets of Window/10. Safe for concurrent use.
+type retryBudget struct {
+	clock   clockwork.Clock
+	ratio   float64
+	bucket  time.Duration
+	mu      sync.Mutex
+	start   time.Time // start of buckets[head]
+	head    int
+	calls   [10]int
+	retries [10]int
+}
+
+func newRetryBudget(clock clockwork.Clock, cfg RetryConfig) *retryBudget {
+	return &retryBudget{clock: clock, ratio: cfg.BudgetRatio, bucket: cfg.Window / 10, start: clock.Now()}
+}
+
+// advance moves the window to now. Callers hold mu.
+func (b *retryBudget) advance(now time.Time) {
+	if b.bucket <= 0 {
+		return
+	}
+	steps := int(now.Sub(b.start) / b.bucket)
+	if steps <= 0 {
+		return
+	}
+	if steps > len(b.calls) {
+		steps = len(b.calls)
+		b.start = now
+	} else {
+		b.start = b.start.Add(time.Duration(steps) * b.bucket)
+	}
+	for range steps {
+		b.head = (b.head + 1) % len(b.calls)
+		b.calls[b.head], b.retries[b.head] = 0, 0
+	}
+}
+
+// call counts a first attempt.
+func (b *retryBudget) call() {
+	b.mu.Lock()
+	b.advance(b.clock.Now())
+	b.calls[b.head]++
+	b.mu.Unlock()
+}
+
+// take reserves one retry if the window's retries stay within ratio × calls.
+func (b *retryBudget) take() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advance(b.clock.Now())
+	var calls, retries int
+	for i := range b.calls {
+		calls += b.calls[i]
+		retries += b.retries[i]
+	}
+	if float64(retries+1) > b.ratio*float64(calls) {
+		return false
+	}
+	b.retries[b.head]++
+	return true
+}

@@ -1,0 +1,22 @@
+// Package cascade runs the flow of one call (shared/DESIGN.md §2): flags, then for each tier
+// its circuit, deadline, bulkhead, the call with its adaptive read timeout and bounded
+// retries, and the contract check with one clarifying re-ask; the first valid answer wins,
+// and when every tier is skipped or fails the task's on_exhausted policy answers (a
+// heuristic, nothing, a human review item, or a block).
+//
+// An Engine holds the providers and what they share across tasks (one breaker, one
+// bulkhead, one retry budget per provider); a Task is one use of AI with its criticality,
+// schema, budget and tiers:
+//
+//	e, err := cascade.New(cascade.Config{Providers: []cascade.ProviderConfig{
+//		{Name: "primary", Provider: primary},
+//		{Name: "backup", Provider: backup},
+//	}})
+//	triage, err := e.Task(cascade.TaskConfig{
+//		Name: "triage", Criticality: afloat.Enrichment, Budget: 1500 * time.Millisecond,
+//		Schema: schema,
+//		Cascade: []cascade.Tier{{Provider: "primary", Prompt: p0}, {Provider: "backup", Prompt: p1}},
+//		Heuristic: cascade.Rules{{Default: map[string]any{"department": nil, "is_urgent": 0.2, "urgency_score": 0.5}}},
+//	})
+//	res, err := afloat.Run[Triage](ctx, triage, afloat.Input{"subject": s, "message": m})
+package cascade

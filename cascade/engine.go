@@ -1,0 +1,284 @@
+package cascade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/breaker"
+	"github.com/afloat-dev/afloat/flags"
+	"github.com/afloat-dev/afloat/latency"
+	"github.com/afloat-dev/afloat/review"
+	"github.com/afloat-dev/afloat/telemetry"
+	"github.com/jonboulle/clockwork"
+)
+
+// ProviderConfig is one provider and the guards it shares across every task that uses it.
+type ProviderConfig struct {
+	// Name is the provider's configured name ("gigachat-pro"); required and unique.
+	Name string
+	// Provider is the adapter; required.
+	Provider afloat.Provider
+	// Breaker configures the provider's circuit breaker; zero fields take breaker's
+	// defaults. Its Clock defaults to the engine's, and its OnStateChange is wrapped so the
+	// engine's metrics see every change.
+	Breaker breaker.Config
+	// Timeouts configures the read timeout derived from measured latency; zero fields take
+	// latency's defaults.
+	Timeouts latency.Config
+	// MaxInFlight is the provider's bulkhead: calls beyond it skip the tier at once.
+	// 0 means 64.
+	MaxInFlight int
+	// Retry bounds retries on this provider; zero fields take RetryConfig's defaults.
+	Retry RetryConfig
+	// Price turns tokens into cost; the zero Price costs nothing.
+	Price Price
+}
+
+// Price is a provider's price per million tokens.
+type Price struct {
+	InputPer1M  float64
+	OutputPer1M float64
+	Currency    string
+}
+
+func (p Price) cost(u afloat.Usage) float64 {
+	return (float64(u.InputTokens)*p.InputPer1M + float64(u.OutputTokens)*p.OutputPer1M) / 1e6
+}
+
+// RetryConfig bounds retries on the same provider (the micro level; the cascade is the
+// macro level).
+type RetryConfig struct {
+	// Max is the number of retries of one call after a transient failure. 0 means 1; a
+	// negative value disables retries.
+	Max int
+	// BudgetRatio caps retries at this share of the calls over Window. 0 means 0.2.
+	BudgetRatio float64
+	// Window is the period the budget counts over. 0 means 10s.
+	Window time.Duration
+	// Backoff is the mean wait before a retry (jittered ±50%). 0 means 50ms.
+	Backoff time.Duration
+	// MaxWait is the longest Retry-After that is still waited out. 0 means 1s.
+	MaxWait time.Duration
+}
+
+func (r RetryConfig) withDefaults() (RetryConfig, error) {
+	if r.Max == 0 {
+		r.Max = 1
+	}
+	if r.Max < 0 {
+		r.Max = 0
+	}
+	if r.BudgetRatio == 0 {
+		r.BudgetRatio = 0.2
+	}
+	if r.Window == 0 {
+		r.Window = 10 * time.Second
+	}
+	if r.Backoff == 0 {
+		r.Backoff = 50 * time.Millisecond
+	}
+	if r.MaxWait == 0 {
+		r.MaxWait = time.Second
+	}
+	switch {
+	case r.BudgetRatio < 0 || r.BudgetRatio > 1:
+		return r, fmt.Errorf("retry budget_ratio %v is outside 0–1", r.BudgetRatio)
+	case r.Window < 0 || r.Backoff < 0 || r.MaxWait < 0:
+		return r, errors.New("retry durations must not be negative")
+	}
+	return r, nil
+}
+
+// Config configures an Engine.
+type Config struct {
+	// Providers are the providers tasks may use.
+	Providers []ProviderConfig
+	// Flags serves the kill switches, read on every call. nil means a flags.Memory with
+	// every task on.
+	Flags flags.Source
+	// Review takes the items of critical tasks that no tier answered. nil means an
+	// in-memory queue (nothing survives a restart).
+	Review review.Queue
+	// Metrics receives the metrics of shared/DESIGN.md §8. nil means metrics registered
+	// nowhere.
+	Metrics *telemetry.Metrics
+	// Clock drives every timer, deadline and window. nil means real time.
+	Clock clockwork.Clock
+	// Logger receives state changes and failures. nil discards them.
+	Logger *slog.Logger
+}
+
+// Engine holds the providers and runs tasks over them. It is safe for concurrent use.
+type Engine struct {
+	clock     clockwork.Clock
+	flags     flags.Source
+	review    review.Queue
+	metrics   *telemetry.Metrics
+	log       *slog.Logger
+	latency   *latency.Set
+	upstreams map[string]*upstream
+	order     []string
+}
+
+// upstream is a provider with its shared guards.
+type upstream struct {
+	name        string
+	p           afloat.Provider
+	br          *breaker.Breaker
+	timeouts    latency.Config
+	minAttempt  time.Duration
+	maxInFlight int64
+	inFlight    atomic.Int64
+	retry       RetryConfig
+	budget      *retryBudget
+	price       Price
+}
+
+// acquire takes a bulkhead slot, or reports that the provider is full.
+func (u *upstream) acquire() bool {
+	if u.inFlight.Add(1) > u.maxInFlight {
+		u.inFlight.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (u *upstream) release() { u.inFlight.Add(-1) }
+
+// New builds an Engine. Every provider's breaker and guards are created here.
+func New(cfg Config) (*Engine, error) {
+	e := &Engine{
+		clock: cfg.Clock, flags: cfg.Flags, review: cfg.Review, metrics: cfg.Metrics, log: cfg.Logger,
+		latency: latency.NewSet(), upstreams: map[string]*upstream{},
+	}
+	if e.clock == nil {
+		e.clock = clockwork.NewRealClock()
+	}
+	if e.flags == nil {
+		e.flags = flags.NewMemory()
+	}
+	if e.review == nil {
+		e.review = review.NewMemory(e.clock)
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.metrics == nil {
+		m, err := telemetry.New(nil)
+		if err != nil {
+			return nil, err
+		}
+		e.metrics = m
+	}
+	if len(cfg.Providers) == 0 {
+		return nil, errors.New("cascade: no providers")
+	}
+	for _, pc := range cfg.Providers {
+		u, err := e.newUpstream(pc)
+		if err != nil {
+			return nil, fmt.Errorf("cascade: provider %q: %w", pc.Name, err)
+		}
+		if _, dup := e.upstreams[u.name]; dup {
+			return nil, fmt.Errorf("cascade: provider %q configured twice", u.name)
+		}
+		e.upstreams[u.name] = u
+		e.order = append(e.order, u.name)
+		e.metrics.InitProvider(u.name)
+	}
+	return e, nil
+}
+
+func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
+	if pc.Name == "" {
+		return nil, errors.New("name is required")
+	}
+	if pc.Provider == nil {
+		return nil, errors.New("adapter is nil")
+	}
+	retry, err := pc.Retry.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if pc.MaxInFlight < 0 {
+		return nil, fmt.Errorf("max_in_flight %d is negative", pc.MaxInFlight)
+	}
+	if pc.MaxInFlight == 0 {
+		pc.MaxInFlight = 64
+	}
+	// Validate the timeouts once here, so that a task never meets a bad config.
+	est, err := latency.NewEstimator(pc.Timeouts)
+	if err != nil {
+		return nil, err
+	}
+	bc := pc.Breaker
+	if bc.Clock == nil {
+		bc.Clock = e.clock
+	}
+	user := bc.OnStateChange
+	name := pc.Name
+	bc.OnStateChange = func(ev breaker.Event) {
+		e.metrics.CircuitState.WithLabelValues(name).Set(float64(ev.To))
+		if ev.To == breaker.StateOpen {
+			e.metrics.CircuitOpened.WithLabelValues(name).Inc()
+		}
+		e.log.Info("circuit state changed", "provider", name, "from", ev.From.String(), "to", ev.To.String(), "kind", ev.Kind.String())
+		if user != nil {
+			user(ev)
+		}
+	}
+	br, err := breaker.New(pc.Name, bc)
+	if err != nil {
+		return nil, err
+	}
+	return &upstream{
+		name: pc.Name, p: pc.Provider, br: br, timeouts: pc.Timeouts, minAttempt: est.Config().Min,
+		maxInFlight: int64(pc.MaxInFlight), retry: retry, budget: newRetryBudget(e.clock, retry), price: pc.Price,
+	}, nil
+}
+
+// Breaker returns the named provider's breaker, or nil.
+func (e *Engine) Breaker(provider string) *breaker.Breaker {
+	if u := e.upstreams[provider]; u != nil {
+		return u.br
+	}
+	return nil
+}
+
+// Providers returns the provider names in configuration order.
+func (e *Engine) Providers() []string { return e.order }
+
+// InFlight returns the calls in flight to the named provider.
+func (e *Engine) InFlight(provider string) int {
+	if u := e.upstreams[provider]; u != nil {
+		return int(u.inFlight.Load())
+	}
+	return 0
+}
+
+// Latency returns the estimators, one per provider × task.
+func (e *Engine) Latency() *latency.Set { return e.latency }
+
+// Flags returns the flag source the engine reads.
+func (e *Engine) Flags() flags.Source { return e.flags }
+
+// Metrics returns the engine's metrics.
+func (e *Engine) Metrics() *telemetry.Metrics { return e.metrics }
+
+type tenantKey struct{}
+
+// WithTenant returns a ctx that carries the tenant id the flags (blocklist, rollout) and the
+// review queue read.
+func WithTenant(ctx context.Context, tenant string) context.Context {
+	return context.WithValue(ctx, tenantKey{}, tenant)
+}
+
+// Tenant returns the tenant id ctx carries, or "".
+func Tenant(ctx context.Context) string {
+	s, _ := ctx.Value(tenantKey{}).(string)
+	return s
+}

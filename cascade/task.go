@@ -1,0 +1,308 @@
+package cascade
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/latency"
+	"github.com/afloat-dev/afloat/normalize"
+	"github.com/afloat-dev/afloat/prompt"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Policy is what a task answers when every tier was skipped or failed.
+type Policy string
+
+const (
+	// PolicyHeuristic answers from the task's Heuristic (fail open): enrichment's default.
+	PolicyHeuristic Policy = "heuristic"
+	// PolicyUnavailable answers with no result (fail silent): assistance's default.
+	PolicyUnavailable Policy = "unavailable"
+	// PolicyHuman queues the call for an operator and answers its review id (fail closed):
+	// critical's default.
+	PolicyHuman Policy = "human"
+	// PolicyBlock refuses the call with afloat.ErrBlocked (fail closed).
+	PolicyBlock Policy = "block"
+)
+
+// ParsePolicy reads a policy name.
+func ParsePolicy(s string) (Policy, error) {
+	switch p := Policy(s); p {
+	case PolicyHeuristic, PolicyUnavailable, PolicyHuman, PolicyBlock:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown on_exhausted policy %q (want heuristic, unavailable, human or block)", s)
+}
+
+// DefaultPolicy is the policy a criticality takes when the task names none.
+func DefaultPolicy(c afloat.Criticality) Policy {
+	switch c {
+	case afloat.Enrichment:
+		return PolicyHeuristic
+	case afloat.Assistance:
+		return PolicyUnavailable
+	}
+	return PolicyHuman
+}
+
+// Tier is one step of a task's cascade: a provider with that provider's own prompt.
+type Tier struct {
+	// Provider names a provider of the engine.
+	Provider string
+	// Prompt renders the messages for this provider; required.
+	Prompt *prompt.Template
+	// MaxTokens caps the answer; 0 leaves it to the provider.
+	MaxTokens int
+	// Temperature is nil to leave it to the provider.
+	Temperature *float64
+}
+
+// TaskConfig is one use of AI in the product.
+type TaskConfig struct {
+	// Name is the task's name ("triage"); required.
+	Name string
+	// Criticality is required: the class is an explicit decision, never a default.
+	Criticality afloat.Criticality
+	// OnExhausted is the policy when no tier answers; "" takes DefaultPolicy(Criticality).
+	// A critical task may only be human or block: failing open is refused.
+	OnExhausted Policy
+	// Budget covers every attempt, retry and re-ask of one call. 0 means 10s.
+	Budget time.Duration
+	// Schema is the JSON Schema of the answer; required.
+	Schema []byte
+	// Inputs are the input fields a call must carry; nil takes the fields the tiers'
+	// templates read.
+	Inputs []string
+	// Cascade is the ordered tiers: primary, backup, emergency; at least one.
+	Cascade []Tier
+	// Heuristic answers under PolicyHeuristic; nil makes such a task answer unavailable.
+	Heuristic Heuristic
+	// ReviewSLA is the time by which an operator is due to answer a queued item. 0 means
+	// 30m.
+	ReviewSLA time.Duration
+	// MaxReasks is the number of clarifying re-asks after a contract violation, per tier.
+	// 0 means 1; a negative value disables re-asks.
+	MaxReasks int
+}
+
+// Task is a configured task. It implements afloat.Runner and is safe for concurrent use.
+type Task struct {
+	e         *Engine
+	name      string
+	crit      afloat.Criticality
+	policy    Policy
+	budget    time.Duration
+	contract  *normalize.Contract
+	format    *afloat.ResponseFormat
+	inputs    []string
+	tiers     []tier
+	heuristic Heuristic
+	reviewSLA time.Duration
+	maxReasks int
+	share     *shareWindow
+
+	okRequests prometheus.Counter
+	shareGauge prometheus.Gauge
+}
+
+// tier is a Tier resolved against the engine, with its metric handles bound.
+type tier struct {
+	idx         int
+	up          *upstream
+	prompt      *prompt.Template
+	version     string
+	est         *latency.Estimator
+	maxTokens   int
+	temperature *float64
+
+	attempts    map[afloat.Outcome]prometheus.Counter
+	latency     prometheus.Observer
+	readTimeout prometheus.Gauge
+	tokens      prometheus.Counter
+	cost        prometheus.Counter
+	reasks      prometheus.Counter
+	retries     prometheus.Counter
+}
+
+// Task builds a task over the engine's providers. It refuses a configuration that could not
+// work or that would fail open for a critical task.
+func (e *Engine) Task(cfg TaskConfig) (*Task, error) {
+	t, err := e.newTask(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cascade: task %q: %w", cfg.Name, err)
+	}
+	return t, nil
+}
+
+func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("name is required")
+	}
+	if cfg.Criticality == 0 {
+		return nil, errors.New("criticality is required (enrichment, assistance or critical)")
+	}
+	if _, err := afloat.ParseCriticality(cfg.Criticality.String()); err != nil {
+		return nil, err
+	}
+	policy := cfg.OnExhausted
+	if policy == "" {
+		policy = DefaultPolicy(cfg.Criticality)
+	}
+	if _, err := ParsePolicy(string(policy)); err != nil {
+		return nil, err
+	}
+	if cfg.Criticality == afloat.Critical && policy != PolicyHuman && policy != PolicyBlock {
+		return nil, fmt.Errorf("a critical task must fail closed: on_exhausted %q would answer when no model could judge (use human or block)", policy)
+	}
+	if len(cfg.Cascade) == 0 {
+		return nil, errors.New("cascade has no tiers")
+	}
+	if len(cfg.Schema) == 0 {
+		return nil, errors.New("schema is required")
+	}
+	contract, err := normalize.Compile(cfg.Name, cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	t := &Task{
+		e: e, name: cfg.Name, crit: cfg.Criticality, policy: policy, budget: cfg.Budget,
+		contract: contract, heuristic: cfg.Heuristic, reviewSLA: cfg.ReviewSLA, maxReasks: cfg.MaxReasks,
+		share:  newShareWindow(e.clock),
+		format: &afloat.ResponseFormat{Type: "json_schema", Name: cfg.Name, Schema: contract.Schema()},
+	}
+	switch {
+	case t.budget < 0:
+		return nil, fmt.Errorf("budget %v is negative", t.budget)
+	case t.budget == 0:
+		t.budget = 10 * time.Second
+	}
+	if t.reviewSLA == 0 {
+		t.reviewSLA = 30 * time.Minute
+	}
+	switch {
+	case t.maxReasks == 0:
+		t.maxReasks = 1
+	case t.maxReasks < 0:
+		t.maxReasks = 0
+	}
+	if err := t.checkHeuristic(); err != nil {
+		return nil, err
+	}
+
+	m := e.metrics
+	var fields []string
+	for i, tc := range cfg.Cascade {
+		u := e.upstreams[tc.Provider]
+		if u == nil {
+			return nil, fmt.Errorf("tier %d: unknown provider %q", i, tc.Provider)
+		}
+		if tc.Prompt == nil {
+			return nil, fmt.Errorf("tier %d (%s): prompt is required", i, tc.Provider)
+		}
+		est, err := e.latency.Estimator(u.name, cfg.Name, u.timeouts)
+		if err != nil {
+			return nil, fmt.Errorf("tier %d (%s): %w", i, tc.Provider, err)
+		}
+		version := cfg.Name + "/" + u.name
+		if v := tc.Prompt.Version(); v != "" {
+			version += "/" + v
+		}
+		tr := tier{
+			idx: i, up: u, prompt: tc.Prompt, version: version, est: est,
+			maxTokens: tc.MaxTokens, temperature: tc.Temperature,
+			attempts:    map[afloat.Outcome]prometheus.Counter{},
+			latency:     m.ProviderLatency.WithLabelValues(u.name, cfg.Name),
+			readTimeout: m.ReadTimeout.WithLabelValues(u.name, cfg.Name),
+			tokens:      m.Tokens.WithLabelValues(u.name, cfg.Name),
+			cost:        m.Cost.WithLabelValues(u.name, cfg.Name),
+			reasks:      m.Reasks.WithLabelValues(cfg.Name, u.name),
+			retries:     m.Retries.WithLabelValues(cfg.Name, u.name),
+		}
+		for _, o := range afloat.Outcomes {
+			tr.attempts[o] = m.Attempts.WithLabelValues(cfg.Name, u.name, string(o))
+		}
+		tr.readTimeout.Set(est.ReadTimeout().Seconds())
+		t.tiers = append(t.tiers, tr)
+		fields = append(fields, tc.Prompt.Fields()...)
+	}
+	if cfg.Inputs != nil {
+		t.inputs = slices.Clone(cfg.Inputs)
+	} else {
+		slices.Sort(fields)
+		t.inputs = slices.Compact(fields)
+	}
+
+	providers := make([]string, len(t.tiers))
+	for i, tr := range t.tiers {
+		providers[i] = tr.up.name
+	}
+	outcomes := make([]string, len(afloat.Outcomes))
+	reasons := []string{"", string(afloat.ReasonKillSwitch)}
+	for i, o := range afloat.Outcomes {
+		outcomes[i] = string(o)
+		if o != afloat.OutcomeOK {
+			reasons = append(reasons, string(o))
+		}
+	}
+	m.InitTask(cfg.Name, providers, outcomes, reasons)
+	t.okRequests = m.Requests.WithLabelValues(cfg.Name, string(afloat.SourceModel), "false", "")
+	t.shareGauge = m.FallbackShare.WithLabelValues(cfg.Name)
+	return t, nil
+}
+
+// checkHeuristic refuses a rule set that cannot produce a valid answer.
+func (t *Task) checkHeuristic() error {
+	rules, ok := t.heuristic.(Rules)
+	if !ok {
+		return nil
+	}
+	for _, combo := range rules.combinations() {
+		b, err := json.Marshal(combo)
+		if err != nil {
+			return fmt.Errorf("heuristic: %w", err)
+		}
+		if err := t.contract.Validate(b); err != nil {
+			return fmt.Errorf("heuristic rules can produce %s, which does not fit the schema: %w", b, err)
+		}
+	}
+	return nil
+}
+
+// Name returns the task's name.
+func (t *Task) Name() string { return t.name }
+
+// Criticality returns the task's criticality.
+func (t *Task) Criticality() afloat.Criticality { return t.crit }
+
+// Policy returns the on_exhausted policy in force.
+func (t *Task) Policy() Policy { return t.policy }
+
+// Inputs returns the input fields a call must carry.
+func (t *Task) Inputs() []string { return slices.Clone(t.inputs) }
+
+// Contract returns the task's compiled output contract.
+func (t *Task) Contract() *normalize.Contract { return t.contract }
+
+// FallbackShare returns the share of the last minute's calls not answered by tier 0.
+func (t *Task) FallbackShare() float64 { return t.share.share() }
+
+// InputError says that a call's input lacks a field or has one of the wrong type.
+type InputError struct {
+	Field   string
+	Problem string
+}
+
+func (e *InputError) Error() string { return fmt.Sprintf("input %q: %s", e.Field, e.Problem) }
+
+func (t *Task) checkInput(in afloat.Input) error {
+	for _, f := range t.inputs {
+		if _, ok := in[f]; !ok {
+			return &InputError{Field: f, Problem: "missing"}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,32 @@
+// Package latency turns measured latency into timeouts: the adaptive read timeout of one
+// attempt and the total deadline of one call (DESIGN.md §2 steps 2.2 and 2.4, §4
+// defaults.timeouts).
+//
+// An [Estimator] keeps a streaming percentile (a DDSketch, 1% relative accuracy) of a
+// provider's recent latency for one task, and derives the read timeout
+// clamp(p95 × Multiplier, Min, Max) from it. Calls cut by that timeout are fed back as
+// censored samples, so a brownout raises the timeout step by step instead of hiding behind
+// it. A [Set] holds one Estimator per provider × task.
+//
+// [WithBudget] puts the call's total budget into its context as a [Deadline]; every attempt,
+// retry and re-ask draws from it, and [AttemptTimeout] caps each attempt's read timeout by
+// what is left, or says to skip the tier when too little is.
+//
+// One call through one tier, as the cascade does it:
+//
+//	ctx, cancel := latency.WithBudget(ctx, clk, task.Budget)
+//	defer cancel()
+//	est, err := estimators.Estimator("gigachat-pro", "triage", cfg.Timeouts)
+//	if err != nil { ... }                      // invalid configuration
+//	read := est.ReadTimeout()
+//	timeout, ok := latency.AttemptTimeout(ctx, clk, read, useful)
+//	if !ok { ... }                             // skip this tier: reason "deadline"
+//	start := clk.Now()
+//	resp, err := call(ctx, timeout)
+//	switch {
+//	case err == nil || afloat.KindOf(err) == afloat.Contract:
+//		est.Observe(clk.Since(start))          // the provider answered
+//	case afloat.IsTimeout(err) && timeout == read:
+//		est.ObserveTimeout(timeout)            // cut by the read timeout: censored
+//	}
+package latency

@@ -1,0 +1,191 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx"
+	"github.com/jonboulle/clockwork"
+)
+
+// Config configures a Client.
+type Config struct {
+	// Name is the provider's name in errors and metrics ("t-lite"). "" means "openai".
+	Name string
+	// BaseURL is the API root; requests go to BaseURL + "/chat/completions". "" means
+	// https://api.openai.com/v1.
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer <key>". "" sends no Authorization header, for
+	// local servers.
+	APIKey string
+	// Model is the model of every request that names none. "" requires each Request to set
+	// Model.
+	Model string
+	// Headers are extra request headers ("OpenAI-Project" for Yandex). They are set last, so
+	// they may replace a default header. nil means none.
+	Headers map[string]string
+	// HTTPClient sends the requests. nil means httpx.NewClient(httpx.Timeouts{}).
+	HTTPClient *http.Client
+	// Clock turns an HTTP-date Retry-After into a wait. nil means the real clock.
+	Clock clockwork.Clock
+}
+
+// DefaultBaseURL is OpenAI's API root, used when Config.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+const (
+	defaultName = "openai"
+	// maxBody bounds a whole answer read into memory; a larger one is treated as broken.
+	maxBody = 16 << 20
+	// maxErrorBody bounds what is read of an error response: its class needs only the head.
+	maxErrorBody = 64 << 10
+)
+
+// Client calls one OpenAI-compatible endpoint. It implements afloat.Provider and
+// afloat.Streamer, and is safe for concurrent use.
+type Client struct {
+	name     string
+	endpoint string
+	apiKey   string
+	model    string
+	headers  http.Header
+	http     *http.Client
+	clock    clockwork.Clock
+}
+
+var (
+	_ afloat.Provider = (*Client)(nil)
+	_ afloat.Streamer = (*Client)(nil)
+)
+
+// New checks cfg and returns a Client.
+func New(cfg Config) (*Client, error) {
+	c := &Client{
+		name:    cfg.Name,
+		apiKey:  cfg.APIKey,
+		model:   cfg.Model,
+		http:    cfg.HTTPClient,
+		clock:   cfg.Clock,
+		headers: make(http.Header, len(cfg.Headers)),
+	}
+	if c.name == "" {
+		c.name = defaultName
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai: %s: base url %q is not an absolute http(s) url", c.name, base)
+	}
+	c.endpoint = strings.TrimRight(base, "/") + "/chat/completions"
+	if strings.ContainsAny(cfg.APIKey, "\r\n\x00") {
+		return nil, fmt.Errorf("openai: %s: api key holds a control character", c.name)
+	}
+	for k, v := range cfg.Headers {
+		if !validHeaderName(k) {
+			return nil, fmt.Errorf("openai: %s: invalid header name %q", c.name, k)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return nil, fmt.Errorf("openai: %s: header %s holds a control character", c.name, k)
+		}
+		c.headers.Set(k, v)
+	}
+	if c.http == nil {
+		c.http = httpx.NewClient(httpx.Timeouts{})
+	}
+	if c.clock == nil {
+		c.clock = clockwork.NewRealClock()
+	}
+	return c, nil
+}
+
+// Name returns the provider's name as it appears in errors.
+func (c *Client) Name() string { return c.name }
+
+// Complete sends req and returns the answer. Failures are *afloat.ProviderError: a transport
+// failure or a cut context is Unavailable (with Timeout when time ran out), an HTTP error is
+// classified by status and error code, a 200 without choices is Unavailable, and tool
+// arguments that are not a JSON object are Contract.
+func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Response, error) {
+	resp, err := c.send(ctx, req, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return nil, httpx.TransportError(c.name, err)
+	}
+	if len(body) > maxBody {
+		return nil, c.bodyError(resp.StatusCode, fmt.Errorf("response body exceeds %d bytes", maxBody))
+	}
+	out, err := decodeResponse(body)
+	if err != nil {
+		return nil, c.decodeFailure(resp.StatusCode, err)
+	}
+	return out, nil
+}
+
+// send posts req and returns a response with a 2xx status; any other outcome is returned as
+// a classified error, with the body already drained and closed.
+func (c *Client) send(ctx context.Context, req *afloat.Request, stream bool) (*http.Response, error) {
+	if req == nil {
+		return nil, c.contractError(errors.New("nil request"))
+	}
+	payload, err := encodeRequest(req, c.model, stream)
+	if err != nil {
+		return nil, c.contractError(err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(payload))
+	if err != nil {
+		return nil, c.contractError(err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	if stream {
+		hreq.Header.Set("Accept", "text/event-stream")
+	} else {
+		hreq.Header.Set("Accept", "application/json")
+	}
+	if c.apiKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	for k, v := range c.headers {
+		hreq.Header.Set(k, v[0])
+	}
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return nil, httpx.TransportError(c.name, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return nil, c.statusError(resp.StatusCode, resp.Header, body)
+}
+
+func (c *Client) contractError(err error) *afloat.ProviderError {
+	return &afloat.ProviderError{Provider: c.name, Kind: afloat.Contract, Err: err}
+}
+
+// validHeaderName reports whether s is an HTTP token (RFC 9110 §5.6.2).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r >= 0x7f || r <= ' ' || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,166 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx"
+)
+
+// The OpenAI codes that decide a class apart from the status.
+const codeInsufficientQuota = "insufficient_quota"
+
+// maxQuote bounds the part of a provider's message kept in an error.
+const maxQuote = 200
+
+// apiError is the error a server put in its body, in whichever shape it used.
+type apiError struct {
+	message string
+	typ     string
+	code    string // a string code, or a numeric one written in decimal
+}
+
+// parseErrorBody reads an error body: OpenAI, vLLM and llama.cpp send
+// {"error":{"message","type","code"}} (code a string or a number), Ollama {"error":"…"},
+// older vLLM a top-level {"object":"error","message","type","code"}. ok is false when the
+// body is none of these.
+func parseErrorBody(body []byte) (e apiError, ok bool) {
+	var top struct {
+		Error   json.RawMessage `json:"error"`
+		Object  string          `json:"object"`
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(body, &top) != nil {
+		return apiError{}, false
+	}
+	raw := bytes.TrimSpace(top.Error)
+	switch {
+	case len(raw) > 0 && raw[0] == '"':
+		if json.Unmarshal(raw, &e.message) != nil {
+			return apiError{}, false
+		}
+		return e, true
+	case len(raw) > 0 && raw[0] == '{':
+		var inner struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		}
+		if json.Unmarshal(raw, &inner) != nil {
+			return apiError{}, false
+		}
+		return apiError{message: inner.Message, typ: inner.Type, code: codeString(inner.Code)}, true
+	case top.Object == "error" || top.Message != "":
+		return apiError{message: top.Message, typ: top.Type, code: codeString(top.Code)}, true
+	}
+	return apiError{}, false
+}
+
+// codeString writes a code that may be a JSON string or a number; anything else is "".
+func codeString(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
+}
+
+// label is the vendor code to report: a string code ("rate_limit_exceeded") names the cause
+// better than the type, a numeric one (llama.cpp's 503) names it worse.
+func (e apiError) label() string {
+	if e.code != "" {
+		if _, err := strconv.Atoi(e.code); err != nil {
+			return e.code
+		}
+	}
+	if e.typ != "" {
+		return e.typ
+	}
+	return e.code
+}
+
+// kindOf classifies a non-2xx status by shared/reference/providers.md §0 and §3.
+func kindOf(status int, e apiError) afloat.Kind {
+	switch {
+	case status == http.StatusTooManyRequests:
+		if e.code == codeInsufficientQuota || e.typ == codeInsufficientQuota {
+			return afloat.Unusable
+		}
+		return afloat.Throttled
+	case status == http.StatusUnauthorized, status == http.StatusPaymentRequired, status == http.StatusForbidden:
+		return afloat.Unusable
+	case status == http.StatusRequestTimeout, status >= 500:
+		return afloat.Unavailable
+	case status >= 400:
+		return afloat.Contract
+	}
+	// 1xx and 3xx that reached us: no answer, so a failure.
+	return afloat.Unavailable
+}
+
+// statusError classifies a response whose status is not 2xx.
+func (c *Client) statusError(status int, h http.Header, body []byte) *afloat.ProviderError {
+	e, ok := parseErrorBody(body)
+	pe := &afloat.ProviderError{
+		Provider:   c.name,
+		Status:     status,
+		Kind:       kindOf(status, e),
+		Code:       e.label(),
+		RetryAfter: httpx.RetryAfter(h, c.clock.Now()),
+	}
+	switch {
+	case ok && e.message != "":
+		pe.Err = errors.New(c.quote(e.message))
+	case !ok && len(bytes.TrimSpace(body)) > 0:
+		pe.Err = errors.New("unexpected body: " + c.quote(string(body)))
+	}
+	return pe
+}
+
+// bodyError is a 2xx whose body is unusable: the provider failed to answer.
+func (c *Client) bodyError(status int, err error) *afloat.ProviderError {
+	return &afloat.ProviderError{Provider: c.name, Status: status, Kind: afloat.Unavailable, Err: err}
+}
+
+// decodeFailure classifies an error of decodeResponse.
+func (c *Client) decodeFailure(status int, err error) *afloat.ProviderError {
+	pe := c.bodyError(status, err)
+	var ae *argumentsError
+	if errors.As(err, &ae) {
+		pe.Kind = afloat.Contract
+	}
+	return pe
+}
+
+// quote prepares a provider's text for an error: the API key is cut out wherever a server
+// echoed it, runs of white space are folded, and the rest is truncated at a rune boundary.
+func (c *Client) quote(s string) string {
+	if c.apiKey != "" {
+		s = strings.ReplaceAll(s, c.apiKey, "[redacted]")
+	}
+	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
+	if len(s) <= maxQuote {
+		return s
+	}
+	cut := maxQuote
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

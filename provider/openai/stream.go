@@ -1,0 +1,290 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx"
+)
+
+// Stream starts a streamed call (SSE, with stream_options.include_usage). An error before the
+// stream follows Complete's contract. Recv then returns the text deltas, then one chunk with
+// the finish reason and the whole tool calls, then the usage, then io.EOF after [DONE]. An
+// error event inside the stream, or a body that ends before [DONE] and before a finish
+// reason, is an Unavailable *afloat.ProviderError; tool arguments that are not a JSON object
+// are Contract.
+func (c *Client) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream, error) {
+	resp, err := c.send(ctx, req, true)
+	if err != nil {
+		return nil, err
+	}
+	return newStream(c, resp), nil
+}
+
+const (
+	// maxLine bounds one SSE line; a longer one is treated as a broken stream.
+	maxLine = 4 << 20
+	// initialLine is the scanner's starting buffer: most chunks are a few hundred bytes.
+	initialLine = 16 << 10
+)
+
+// stream reads one SSE answer. It is not safe for concurrent use, except that Close may be
+// called from another goroutine to abort a blocked Recv.
+type stream struct {
+	c      *Client
+	status int
+	body   io.ReadCloser
+	lines  *bufio.Scanner
+	// calls accumulates tool call fragments in the order their indexes first appeared.
+	calls     []partialCall
+	byIndex   map[int]int
+	finished  bool // a finish_reason was seen
+	eof       bool // [DONE] was seen, or the body ended after the finish
+	err       error
+	closeOnce sync.Once
+}
+
+type partialCall struct {
+	id, name string
+	args     []byte
+}
+
+func newStream(c *Client, resp *http.Response) *stream {
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, initialLine), maxLine)
+	return &stream{c: c, status: resp.StatusCode, body: resp.Body, lines: sc, byIndex: map[int]int{}}
+}
+
+func (s *stream) Close() error {
+	s.closeOnce.Do(func() { s.body.Close() })
+	return nil
+}
+
+func (s *stream) Recv() (afloat.Chunk, error) {
+	for {
+		if s.err != nil {
+			return afloat.Chunk{}, s.err
+		}
+		if s.eof {
+			return afloat.Chunk{}, io.EOF
+		}
+		event, data, err := s.nextEvent()
+		switch {
+		case errors.Is(err, io.EOF) && s.finished:
+			s.eof = true
+			continue
+		case errors.Is(err, io.EOF):
+			s.err = s.c.bodyError(s.status, fmt.Errorf("stream ended before [DONE]: %w", io.ErrUnexpectedEOF))
+			continue
+		case errors.Is(err, bufio.ErrTooLong):
+			s.err = s.c.bodyError(s.status, fmt.Errorf("stream line exceeds %d bytes: %w", maxLine, err))
+			continue
+		case err != nil:
+			s.err = httpx.TransportError(s.c.name, err)
+			continue
+		}
+		ch, emit, err := s.handle(event, data)
+		if err != nil {
+			s.err = err
+			continue
+		}
+		if emit {
+			return ch, nil
+		}
+	}
+}
+
+// nextEvent returns the next event's type and data (data lines joined by "\n"). It returns
+// io.EOF when the body ends with no event pending. llama.cpp's "error: {…}" lines and bare
+// JSON lines (NDJSON) are read as events too.
+func (s *stream) nextEvent() (event string, data []byte, err error) {
+	var have bool
+	for s.lines.Scan() {
+		line := s.lines.Bytes()
+		if len(line) == 0 {
+			if have {
+				return event, data, nil
+			}
+			event = ""
+			continue
+		}
+		if line[0] == '{' {
+			return event, append([]byte(nil), line...), nil
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "data":
+			if have {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+			have = true
+		case "event":
+			event = string(value)
+		case "error":
+			return "error", append([]byte(nil), value...), nil
+		}
+		// Comments (": keep-alive"), ids and retry hints carry nothing for us.
+	}
+	if err := s.lines.Err(); err != nil {
+		return "", nil, err
+	}
+	if have {
+		// A last event without its blank line: take it rather than lose a [DONE].
+		return event, data, nil
+	}
+	return "", nil, io.EOF
+}
+
+// streamChunk is one chat.completion.chunk, or an error payload.
+type streamChunk struct {
+	Choices []choice        `json:"choices"`
+	Usage   *usage          `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// handle turns one event into a chunk; emit is false when the event carried nothing a
+// caller needs (a role-only delta, a tool call fragment).
+func (s *stream) handle(event string, data []byte) (ch afloat.Chunk, emit bool, err error) {
+	data = bytes.TrimSpace(data)
+	if string(data) == "[DONE]" {
+		s.eof = true
+		// Calls still pending here come from a server that sent no finish reason: deliver
+		// them rather than lose them.
+		calls, err := s.toolCalls()
+		if err != nil {
+			return afloat.Chunk{}, false, err
+		}
+		return afloat.Chunk{ToolCalls: calls}, len(calls) > 0, nil
+	}
+	if event == "error" {
+		return afloat.Chunk{}, false, s.eventError(data)
+	}
+	var w streamChunk
+	if err := json.Unmarshal(data, &w); err != nil {
+		return afloat.Chunk{}, false, s.c.bodyError(s.status, fmt.Errorf("decode stream chunk: %w", err))
+	}
+	if len(bytes.TrimSpace(w.Error)) > 0 && string(bytes.TrimSpace(w.Error)) != "null" {
+		return afloat.Chunk{}, false, s.eventError(data)
+	}
+	for _, c := range w.Choices {
+		if c.Index != 0 {
+			continue
+		}
+		delta := c.Delta
+		if delta == nil {
+			delta = c.Message // a server that answered one whole message as a chunk
+		}
+		if delta != nil {
+			if delta.Content != nil && *delta.Content != "" {
+				ch.Delta += *delta.Content
+				emit = true
+			}
+			s.accumulate(delta.ToolCalls)
+		}
+		if c.FinishReason != "" && !s.finished {
+			s.finished = true
+			ch.FinishReason = c.FinishReason
+			calls, err := s.toolCalls()
+			if err != nil {
+				return afloat.Chunk{}, false, err
+			}
+			ch.ToolCalls = calls
+			emit = true
+		}
+	}
+	if w.Usage != nil {
+		u := w.Usage.canonical()
+		ch.Usage = &u
+		emit = true
+	}
+	return ch, emit, nil
+}
+
+// eventError reads an error event. Whatever status the payload names, an error inside a 200
+// stream says the provider failed mid-answer: Unavailable.
+func (s *stream) eventError(data []byte) error {
+	pe := s.c.bodyError(s.status, nil)
+	e, ok := parseErrorBody(data)
+	if !ok {
+		// A bare object such as llama.cpp's {"code":500,"message":…} lacks the wrapper.
+		e, ok = parseErrorBody(append(append([]byte(`{"error":`), data...), '}'))
+	}
+	pe.Code = e.label()
+	switch {
+	case ok && e.message != "":
+		pe.Err = errors.New("error event: " + s.c.quote(e.message))
+	default:
+		pe.Err = errors.New("error event: " + s.c.quote(string(data)))
+	}
+	return pe
+}
+
+// accumulate adds tool call fragments. A fragment without an index is taken as the one at
+// its position in the delta.
+func (s *stream) accumulate(frags []toolCall) {
+	for i, f := range frags {
+		idx := i
+		if f.Index != nil {
+			idx = *f.Index
+		}
+		pos, ok := s.byIndex[idx]
+		if !ok {
+			pos = len(s.calls)
+			s.byIndex[idx] = pos
+			s.calls = append(s.calls, partialCall{})
+		}
+		p := &s.calls[pos]
+		if p.id == "" {
+			p.id = f.ID
+		}
+		if p.name == "" {
+			p.name = f.Function.Name
+		}
+		p.args = appendArguments(p.args, f.Function.Arguments)
+	}
+}
+
+// appendArguments adds one fragment: a JSON string on the wire, or an object from servers
+// that send the whole arguments at once.
+func appendArguments(dst []byte, raw json.RawMessage) []byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return append(dst, s...)
+		}
+	}
+	if string(raw) == "null" {
+		return dst
+	}
+	return append(dst, raw...)
+}
+
+// toolCalls returns the accumulated calls, with arguments parsed to objects, and forgets them.
+func (s *stream) toolCalls() ([]afloat.ToolCall, error) {
+	if len(s.calls) == 0 {
+		return nil, nil
+	}
+	out := make([]afloat.ToolCall, 0, len(s.calls))
+	for _, p := range s.calls {
+		args, err := parseArguments(p.args)
+		if err != nil {
+			pe := s.c.bodyError(s.status, &argumentsError{tool: p.name, err: err})
+			pe.Kind = afloat.Contract
+			return nil, pe
+		}
+		out = append(out, afloat.ToolCall{ID: p.id, Name: p.name, Arguments: args})
+	}
+	s.calls, s.byIndex = nil, map[int]int{}
+	return out, nil
+}

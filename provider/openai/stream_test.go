@@ -1,0 +1,251 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+)
+
+// drain reads s to its end and returns the chunks and the final error (io.EOF on success).
+func drain(t *testing.T, s afloat.Stream) ([]afloat.Chunk, error) {
+	t.Helper()
+	var chunks []afloat.Chunk
+	for range 1000 {
+		ch, err := s.Recv()
+		if err != nil {
+			return chunks, err
+		}
+		chunks = append(chunks, ch)
+	}
+	t.Fatal("stream never ended")
+	return nil, nil
+}
+
+func TestStreamFixtures(t *testing.T) {
+	tests := []struct {
+		fixture   string
+		text      string
+		finish    string
+		calls     []afloat.ToolCall
+		usage     *afloat.Usage
+		kind      afloat.Kind // of the final error, when it is not io.EOF
+		errHas    string
+		wantCause error
+	}{
+		{fixture: "stream_ok.http", text: "Здравствуйте! Чем помочь?", finish: "stop",
+			usage: &afloat.Usage{InputTokens: 19, OutputTokens: 6}},
+		{fixture: "stream_tool_call.http", finish: "tool_calls",
+			calls: []afloat.ToolCall{
+				{ID: "call_abc", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Moscow"}`)},
+				{ID: "call_def", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Kazan"}`)},
+			},
+			usage: &afloat.Usage{InputTokens: 50, OutputTokens: 34}},
+		{fixture: "stream_error_event.http", text: "Пере", kind: afloat.Unavailable, errHas: "Sorry about that"},
+		{fixture: "stream_llamacpp_error.http", text: "Привет", kind: afloat.Unavailable, errHas: "KV cache is full"},
+		{fixture: "stream_truncated.http", text: "Отдел: биллинг", kind: afloat.Unavailable,
+			errHas: "before [DONE]", wantCause: io.ErrUnexpectedEOF},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			srv := replay(t, tt.fixture)
+			s, err := newClient(t, srv.URL, nil).Stream(t.Context(), &afloat.Request{
+				Messages: []afloat.Message{{Role: afloat.RoleUser, Content: "x"}}, MaxTokens: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			chunks, err := drain(t, s)
+
+			var text, finish string
+			var calls []afloat.ToolCall
+			var usage *afloat.Usage
+			for _, ch := range chunks {
+				text += ch.Delta
+				if ch.FinishReason != "" {
+					finish = ch.FinishReason
+				}
+				calls = append(calls, ch.ToolCalls...)
+				if ch.Usage != nil {
+					usage = ch.Usage
+				}
+				if reflect.DeepEqual(ch, afloat.Chunk{}) {
+					t.Error("an empty chunk was returned")
+				}
+			}
+			if text != tt.text || finish != tt.finish {
+				t.Errorf("text, finish = %q, %q; want %q, %q", text, finish, tt.text, tt.finish)
+			}
+			if !reflect.DeepEqual(calls, tt.calls) {
+				t.Errorf("tool calls\n got %+v\nwant %+v", calls, tt.calls)
+			}
+			if !reflect.DeepEqual(usage, tt.usage) {
+				t.Errorf("usage = %+v, want %+v", usage, tt.usage)
+			}
+			if tt.errHas == "" {
+				if err != io.EOF {
+					t.Fatalf("end = %v, want io.EOF", err)
+				}
+			} else {
+				var pe *afloat.ProviderError
+				if !errors.As(err, &pe) || pe.Kind != tt.kind || pe.Provider != "t-lite" || pe.Timeout {
+					t.Fatalf("end = %v, want a %s *ProviderError of t-lite", err, tt.kind)
+				}
+				if !strings.Contains(err.Error(), tt.errHas) {
+					t.Errorf("end = %v, want it to say %q", err, tt.errHas)
+				}
+				if tt.wantCause != nil && !errors.Is(err, tt.wantCause) {
+					t.Errorf("end = %v, want %v in its chain", err, tt.wantCause)
+				}
+			}
+			// The end repeats, and Close may be called twice.
+			if _, again := s.Recv(); again != err {
+				t.Errorf("second end = %v, want %v", again, err)
+			}
+			if s.Close() != nil || s.Close() != nil {
+				t.Error("Close failed")
+			}
+
+			req := srv.request(t)
+			if req.header.Get("Accept") != "text/event-stream" {
+				t.Errorf("Accept = %q", req.header.Get("Accept"))
+			}
+			want := `{"model":"t-tech/T-lite-it-1.0","messages":[{"role":"user","content":"x"}],"max_tokens":50,
+				"stream":true,"stream_options":{"include_usage":true}}`
+			if g, w := canonJSON(t, req.body), canonJSON(t, []byte(want)); g != w {
+				t.Errorf("body\n got %s\nwant %s", g, w)
+			}
+		})
+	}
+}
+
+// streamOf reads an SSE body as the stream of a 200.
+func streamOf(body string) *stream {
+	c := bareClient()
+	return newStream(c, &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(body))})
+}
+
+func TestStreamEdges(t *testing.T) {
+	const (
+		delta = `data: {"choices":[{"index":0,"delta":{"content":"a"}}]}` + "\n\n"
+		stop  = `data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n"
+		done  = "data: [DONE]\n\n"
+	)
+	tests := []struct {
+		name   string
+		body   string
+		want   []afloat.Chunk
+		kind   afloat.Kind
+		errHas string // "" means the stream ends with io.EOF
+	}{
+		{name: "finish without [DONE] ends cleanly", body: delta + stop,
+			want: []afloat.Chunk{{Delta: "a"}, {FinishReason: "stop"}}},
+		{name: "[DONE] without its blank line", body: delta + stop + "data: [DONE]",
+			want: []afloat.Chunk{{Delta: "a"}, {FinishReason: "stop"}}},
+		{name: "crlf lines and comments", body: ": ping\r\n\r\n" + strings.ReplaceAll(delta+stop+done, "\n", "\r\n"),
+			want: []afloat.Chunk{{Delta: "a"}, {FinishReason: "stop"}}},
+		{name: "empty body", body: "", errHas: "before [DONE]", kind: afloat.Unavailable},
+		{name: "[DONE] alone", body: done},
+		{name: "multi-line data", body: "data: {\"choices\":[{\"index\":0,\ndata: \"delta\":{\"content\":\"b\"}}]}\n\n" + stop,
+			want: []afloat.Chunk{{Delta: "b"}, {FinishReason: "stop"}}},
+		{name: "other choices ignored", body: `data: {"choices":[{"index":1,"delta":{"content":"z"}},{"index":0,"delta":{"content":"a"}}]}` + "\n\n" + stop,
+			want: []afloat.Chunk{{Delta: "a"}, {FinishReason: "stop"}}},
+		{name: "tool calls flushed at [DONE] without a finish reason",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"x\":"}}]}}]}` + "\n\n" +
+				`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"1}"}}]}}]}` + "\n\n" + done,
+			want: []afloat.Chunk{{ToolCalls: []afloat.ToolCall{{ID: "c1", Name: "f", Arguments: json.RawMessage(`{"x":1}`)}}}}},
+		{name: "whole tool call as an object with the finish",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":{"x":1}}}]},"finish_reason":"tool_calls"}]}` + "\n\n" + done,
+			want: []afloat.Chunk{{FinishReason: "tool_calls", ToolCalls: []afloat.ToolCall{{ID: "c1", Name: "f", Arguments: json.RawMessage(`{"x":1}`)}}}}},
+		{name: "bad tool arguments",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{\"x\""}}]}}]}` + "\n\n" + `data: {"choices":[{"index":0,"finish_reason":"tool_calls"}]}` + "\n\n",
+			kind: afloat.Contract, errHas: `tool "f": arguments are not a json object`},
+		{name: "event: error", body: delta + "event: error\ndata: {\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}\n\n",
+			want: []afloat.Chunk{{Delta: "a"}}, kind: afloat.Unavailable, errHas: "error event: Overloaded"},
+		{name: "ollama ndjson error line", body: delta + `{"error":"model runner crashed"}` + "\n",
+			want: []afloat.Chunk{{Delta: "a"}}, kind: afloat.Unavailable, errHas: "model runner crashed"},
+		{name: "error echoing the key", body: `data: {"error":{"message":"bad key ` + testKey + `"}}` + "\n\n",
+			kind: afloat.Unavailable, errHas: "bad key [redacted]"},
+		{name: "garbage data", body: "data: {not json\n\n", kind: afloat.Unavailable, errHas: "decode stream chunk"},
+		{name: "line too long", body: "data: \"" + strings.Repeat("x", maxLine) + "\"\n\n", kind: afloat.Unavailable, errHas: "exceeds"},
+		{name: "usage on its own", body: stop + `data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}` + "\n\n" + done,
+			want: []afloat.Chunk{{FinishReason: "stop"}, {Usage: &afloat.Usage{InputTokens: 3, OutputTokens: 4}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := streamOf(tt.body)
+			got, err := drain(t, s)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("chunks\n got %+v\nwant %+v", got, tt.want)
+			}
+			if tt.errHas == "" {
+				if err != io.EOF {
+					t.Fatalf("end = %v, want io.EOF", err)
+				}
+				return
+			}
+			var pe *afloat.ProviderError
+			if !errors.As(err, &pe) || pe.Kind != tt.kind || pe.Status != 200 {
+				t.Fatalf("end = %v, want a %s *ProviderError with status 200", err, tt.kind)
+			}
+			if !strings.Contains(err.Error(), tt.errHas) || strings.Contains(err.Error(), testKey) {
+				t.Errorf("end = %v, want it to say %q and never the key", err, tt.errHas)
+			}
+		})
+	}
+}
+
+func TestStreamDeadlineMidBody(t *testing.T) {
+	srv := hangingServer(t, `data: {"choices":[{"index":0,"delta":{"content":"a"}}]}`+"\n\n")
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	s, err := newClient(t, srv.URL, nil).Stream(ctx, hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	chunks, err := drain(t, s)
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("took %v to honour a 200ms deadline", el)
+	}
+	if len(chunks) != 1 || chunks[0].Delta != "a" {
+		t.Errorf("chunks = %+v, want the one sent before the hang", chunks)
+	}
+	var pe *afloat.ProviderError
+	if !errors.As(err, &pe) || pe.Kind != afloat.Unavailable || !pe.Timeout {
+		t.Fatalf("end = %v, want an unavailable timeout", err)
+	}
+}
+
+func TestStreamCloseAbortsRecv(t *testing.T) {
+	srv := hangingServer(t, `data: {"choices":[{"index":0,"delta":{"content":"a"}}]}`+"\n\n")
+	s, err := newClient(t, srv.URL, nil).Stream(t.Context(), hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := s.Recv(); err != nil || ch.Delta != "a" {
+		t.Fatalf("first Recv = %+v, %v", ch, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Recv()
+		done <- err
+	}()
+	s.Close()
+	select {
+	case err := <-done:
+		if afloat.KindOf(err) != afloat.Unavailable || err == io.EOF {
+			t.Errorf("Recv after Close = %v, want an unavailable error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not abort a blocked Recv")
+	}
+}

@@ -1,0 +1,276 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/afloat-dev/afloat"
+)
+
+// The wire types of POST /chat/completions (shared/reference/providers.md §3).
+
+type chatRequest struct {
+	Model          string          `json:"model"`
+	Messages       []message       `json:"messages"`
+	Tools          []tool          `json:"tools,omitempty"`
+	ToolChoice     any             `json:"tool_choice,omitempty"`
+	ResponseFormat *responseFormat `json:"response_format,omitempty"`
+	MaxTokens      int             `json:"max_tokens,omitempty"`
+	Temperature    *float64        `json:"temperature,omitempty"`
+	Stream         bool            `json:"stream,omitempty"`
+	StreamOptions  *streamOptions  `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type message struct {
+	Role string `json:"role"`
+	// Content is a pointer so that an assistant turn made only of tool calls sends null,
+	// as the API documents, rather than "".
+	Content    *string    `json:"content"`
+	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+type toolCall struct {
+	// Index is set in stream deltas only.
+	Index    *int         `json:"index,omitempty"`
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name string `json:"name,omitempty"`
+	// Arguments is a JSON string on the wire. It is kept raw when decoding because some
+	// compatible servers send an object instead.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+type tool struct {
+	Type     string   `json:"type"`
+	Function function `json:"function"`
+}
+
+type function struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+type namedToolChoice struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+type responseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *jsonSchema `json:"json_schema,omitempty"`
+}
+
+type jsonSchema struct {
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+	Strict bool            `json:"strict"`
+}
+
+type chatResponse struct {
+	Model   string   `json:"model"`
+	Choices []choice `json:"choices"`
+	Usage   *usage   `json:"usage"`
+}
+
+type choice struct {
+	Index        int      `json:"index"`
+	Message      *message `json:"message"`
+	Delta        *message `json:"delta"`
+	FinishReason string   `json:"finish_reason"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+func (u *usage) canonical() afloat.Usage {
+	return afloat.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+}
+
+// defaultSchemaName is sent when a json_schema response format names none: the API
+// requires a name.
+const defaultSchemaName = "result"
+
+// encodeRequest renders req in the wire format. model is used when req names none. Its
+// errors are our request's faults, so the caller reports them as Contract.
+func encodeRequest(req *afloat.Request, model string, stream bool) ([]byte, error) {
+	w := chatRequest{
+		Model:       req.Model,
+		Messages:    make([]message, 0, len(req.Messages)),
+		MaxTokens:   req.MaxTokens,
+		Temperature: req.Temperature,
+	}
+	if w.Model == "" {
+		w.Model = model
+	}
+	if w.Model == "" {
+		return nil, errors.New("no model: set Config.Model or Request.Model")
+	}
+	if req.MaxTokens < 0 {
+		return nil, fmt.Errorf("max tokens %d is negative", req.MaxTokens)
+	}
+	if stream {
+		w.Stream = true
+		w.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	for _, m := range req.Messages {
+		wm := message{Role: m.Role, ToolCallID: m.ToolCallID}
+		if m.Content != "" || len(m.ToolCalls) == 0 {
+			wm.Content = &m.Content
+		}
+		for _, tc := range m.ToolCalls {
+			args := tc.Arguments
+			if len(bytes.TrimSpace(args)) == 0 {
+				args = json.RawMessage("{}")
+			}
+			// The API takes the arguments as a string holding JSON.
+			s, err := json.Marshal(string(args))
+			if err != nil {
+				return nil, err
+			}
+			wm.ToolCalls = append(wm.ToolCalls, toolCall{ID: tc.ID, Type: "function",
+				Function: functionCall{Name: tc.Name, Arguments: s}})
+		}
+		w.Messages = append(w.Messages, wm)
+	}
+	for _, t := range req.Tools {
+		w.Tools = append(w.Tools, tool{Type: "function",
+			Function: function{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+	}
+	if tc := req.ToolChoice; tc != nil {
+		switch tc.Mode {
+		case "":
+		case "auto", "none", "required":
+			w.ToolChoice = tc.Mode
+		case "tool":
+			if tc.Name == "" {
+				return nil, errors.New("tool choice \"tool\" names no tool")
+			}
+			var named namedToolChoice
+			named.Type = "function"
+			named.Function.Name = tc.Name
+			w.ToolChoice = named
+		default:
+			return nil, fmt.Errorf("unknown tool choice mode %q", tc.Mode)
+		}
+	}
+	if rf := req.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case "":
+		case "text", "json_object":
+			w.ResponseFormat = &responseFormat{Type: rf.Type}
+		case "json_schema":
+			if len(bytes.TrimSpace(rf.Schema)) == 0 {
+				return nil, errors.New("json_schema response format has no schema")
+			}
+			name := rf.Name
+			if name == "" {
+				name = defaultSchemaName
+			}
+			w.ResponseFormat = &responseFormat{Type: rf.Type,
+				JSONSchema: &jsonSchema{Name: name, Schema: rf.Schema, Strict: rf.Strict}}
+		default:
+			return nil, fmt.Errorf("unknown response format %q", rf.Type)
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(w); err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// errNoChoices: a 200 whose body parsed but held no answer.
+var errNoChoices = errors.New("response has no choices")
+
+// argumentsError says that the model's tool arguments are not a JSON object: the answer
+// breaks the contract, the provider is healthy.
+type argumentsError struct {
+	tool string
+	err  error
+}
+
+func (e *argumentsError) Error() string {
+	return fmt.Sprintf("tool %q: arguments are not a json object: %v", e.tool, e.err)
+}
+
+func (e *argumentsError) Unwrap() error { return e.err }
+
+// decodeResponse reads the body of a 200. It returns errNoChoices, an *argumentsError, or a
+// JSON error for a body that is not a completion.
+func decodeResponse(body []byte) (*afloat.Response, error) {
+	var w chatResponse
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, fmt.Errorf("decode response: %w", err)
+	}
+	var ch *choice
+	for i := range w.Choices {
+		if w.Choices[i].Index == 0 && w.Choices[i].Message != nil {
+			ch = &w.Choices[i]
+			break
+		}
+	}
+	if ch == nil {
+		return nil, errNoChoices
+	}
+	out := &afloat.Response{Model: w.Model, FinishReason: ch.FinishReason}
+	if ch.Message.Content != nil {
+		out.Content = *ch.Message.Content
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		args, err := parseArguments(tc.Function.Arguments)
+		if err != nil {
+			return nil, &argumentsError{tool: tc.Function.Name, err: err}
+		}
+		out.ToolCalls = append(out.ToolCalls, afloat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+	}
+	if w.Usage != nil {
+		out.Usage = w.Usage.canonical()
+	}
+	return out, nil
+}
+
+// parseArguments turns the wire arguments into a JSON object. OpenAI sends a string holding
+// JSON; an object is accepted too, and an empty string or null reads as {} (a call without
+// arguments).
+func parseArguments(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return json.RawMessage("{}"), nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		raw = bytes.TrimSpace([]byte(s))
+		if len(raw) == 0 {
+			return json.RawMessage("{}"), nil
+		}
+	}
+	if raw[0] != '{' {
+		return nil, errors.New("not an object")
+	}
+	var obj json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
