@@ -153,8 +153,8 @@ func (t *Task) call(ctx context.Context, tr *tier, req *afloat.Request, reask bo
 		}
 		tr.readTimeout.Set(read.Seconds())
 
-		actx, cancel := latency.WithTimeout(ctx, clk, timeout)
 		began := clk.Now()
+		actx, cancel := latency.WithTimeout(ctx, clk, timeout)
 		resp, err := u.p.Complete(actx, req)
 		took := clk.Since(began)
 		cut := actx.Err() != nil

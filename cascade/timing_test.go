@@ -142,7 +142,7 @@ func TestThreeHangingTiersEndWithinBudget(t *testing.T) {
 		t.Fatalf("the call ended at %v, before its budget, although every tier hung", res.Latency)
 	}
 	if last := res.Attempts[2].Latency; last >= res.Attempts[0].Latency {
-		t.Fatalf("the last tier got %v, not the remainder of the budget", last)
+		t.Fatalf("the last tier got %v, not the remainder of the budget: %+v", last, res.Attempts)
 	}
 	if res.Source != afloat.SourceHeuristic {
 		t.Fatalf("source %v", res.Source)

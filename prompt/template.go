@@ -20,10 +20,13 @@ type Template struct {
 	sizeHint int      // bytes of static text, to size the render buffer once
 }
 
-// message is one role marker and the template of the text under it.
+// message is one role marker and the template of the text under it, in two builds: tmpl
+// prints nil as "" (see prepare); plain is text/template's own, cheaper to execute, used
+// when the input holds only non-nil scalars, for which both print the same.
 type message struct {
-	role string
-	tmpl *template.Template
+	role  string
+	tmpl  *template.Template
+	plain *template.Template
 }
 
 // Parse parses text, the source of the template named name. The name is the file's name or
@@ -47,11 +50,16 @@ func Parse(name, text string) (*Template, error) {
 		if err != nil {
 			return nil, templateError(name, err)
 		}
+		// A second parse, not Clone: a clone shares the parse trees that prepare edits.
+		plain, err := template.New(name).Option("missingkey=error").Funcs(funcs()).Parse(s.source())
+		if err != nil {
+			return nil, templateError(name, err)
+		}
 		if err := prepare(tmpl); err != nil {
 			return nil, err
 		}
 		collectFields(tmpl, seen)
-		t.messages = append(t.messages, message{role: s.role, tmpl: tmpl})
+		t.messages = append(t.messages, message{role: s.role, tmpl: tmpl, plain: plain})
 		t.sizeHint = max(t.sizeHint, len(s.text))
 		hasUser = hasUser || s.role == afloat.RoleUser
 	}
@@ -99,15 +107,33 @@ func (t *Template) Render(in map[string]any) ([]afloat.Message, error) {
 			return nil, &MissingInputError{Template: t.name, Field: f}
 		}
 	}
+	scalars := onlyScalars(in)
 	var buf bytes.Buffer
 	buf.Grow(t.sizeHint + 256)
 	msgs := make([]afloat.Message, len(t.messages))
 	for i, m := range t.messages {
 		buf.Reset()
-		if err := m.tmpl.Execute(&buf, in); err != nil {
+		tmpl := m.tmpl
+		if scalars {
+			tmpl = m.plain
+		}
+		if err := tmpl.Execute(&buf, in); err != nil {
 			return nil, templateError(t.name, err)
 		}
 		msgs[i] = afloat.Message{Role: m.role, Content: string(bytes.TrimSpace(buf.Bytes()))}
 	}
 	return msgs, nil
+}
+
+// onlyScalars reports whether every value of in is a non-nil string, number or boolean: then
+// text/template prints each as printText would, and the plain build can be executed.
+func onlyScalars(in map[string]any) bool {
+	for _, v := range in {
+		switch v.(type) {
+		case string, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		default:
+			return false
+		}
+	}
+	return true
 }

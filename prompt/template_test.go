@@ -412,3 +412,31 @@ func TestRenderConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestPlainBuildMatchesSafeBuild: for inputs of non-nil scalars Render executes the plain
+// build; it must print exactly what the nil-safe build prints.
+func TestPlainBuildMatchesSafeBuild(t *testing.T) {
+	tmpl, err := Parse("p.v1.tmpl", "--- system\nN={{.n}} F={{.f}} B={{.b}} {{if .b}}yes{{end}}\n--- user\n{{.s}} {{printf \"%05.1f\" .f}} {{json .s}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"n": 42, "f": 2.5, "b": true, "s": "тикет <b>"}
+	if !onlyScalars(in) {
+		t.Fatal("scalar input not detected")
+	}
+	for _, m := range tmpl.messages {
+		var plain, safe strings.Builder
+		if err := m.plain.Execute(&plain, in); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.tmpl.Execute(&safe, in); err != nil {
+			t.Fatal(err)
+		}
+		if plain.String() != safe.String() {
+			t.Fatalf("plain build %q, safe build %q", plain.String(), safe.String())
+		}
+	}
+	if onlyScalars(map[string]any{"s": "x", "n": nil}) || onlyScalars(map[string]any{"m": map[string]any{}}) {
+		t.Fatal("nil or nested input taken for scalars")
+	}
+}

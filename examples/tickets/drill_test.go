@@ -113,13 +113,13 @@ func TestDrillProviderUnavailable(t *testing.T) {
 			t.Fatalf("ticket %d: the heuristic rules did not apply: %+v", i, ev)
 		}
 	}
-	if st := svc.Engine().Breaker("primary").State(context.Background()); st != breaker.StateOpen {
-		t.Fatalf("breaker %v after 20 tickets on a hanging provider, want open", st)
-	}
 	for i, d := range took[15:] {
 		if d >= 100*time.Millisecond {
-			t.Errorf("ticket %d took %v after the breaker opened, want < 100ms", 15+i, d)
+			t.Errorf("ticket %d took %v, want < 100ms once the breaker is open", 15+i, d)
 		}
+	}
+	if st := svc.Engine().Breaker("primary").State(context.Background()); st != breaker.StateOpen {
+		t.Errorf("breaker %v after 20 tickets on a hanging provider, want open", st)
 	}
 	if n := hits.Load(); n > 6 {
 		t.Errorf("the hanging upstream got %d requests; an open breaker must stop calling it", n)

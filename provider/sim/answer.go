@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -50,8 +51,8 @@ func answer(req *afloat.Request, r *rand.Rand, schemas *schemaCache) (*afloat.Re
 }
 
 func hasSchema(s json.RawMessage) bool {
-	t := strings.TrimSpace(string(s))
-	return t != "" && t != "null"
+	t := bytes.TrimSpace(s)
+	return len(t) > 0 && string(t) != "null"
 }
 
 func toolCall(req *afloat.Request, r *rand.Rand, schemas *schemaCache) (afloat.ToolCall, error) {
@@ -63,7 +64,7 @@ func toolCall(req *afloat.Request, r *rand.Rand, schemas *schemaCache) (afloat.T
 		}
 	}
 	if tool == nil {
-		return afloat.ToolCall{}, fmt.Errorf("tool choice %q names no tool of the request", req.ToolChoice.Name)
+		return afloat.ToolCall{}, fmt.Errorf("tool choice %s %q matches no tool of the request", req.ToolChoice.Mode, req.ToolChoice.Name)
 	}
 	args := json.RawMessage("{}")
 	if hasSchema(tool.Parameters) {

@@ -617,7 +617,11 @@ func TestConcurrentUse(t *testing.T) {
 					_ = p.Fault()
 					p.SetFault(sim.Fault{})
 				}
-				if _, err := p.Complete(context.Background(), userRequest("hello")); err != nil && !errors.Is(err, sim.ErrSimulated) {
+				req := userRequest("hello")
+				if i%2 == 0 { // the parsed schema is shared between calls
+					req.ResponseFormat = &afloat.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(schemas[i%len(schemas)].schema)}
+				}
+				if _, err := p.Complete(context.Background(), req); err != nil && !errors.Is(err, sim.ErrSimulated) {
 					t.Error(err)
 				}
 			}
@@ -626,5 +630,20 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if p.Calls() != workers*calls {
 		t.Fatalf("Calls() = %d, want %d", p.Calls(), workers*calls)
+	}
+}
+
+// TestManySchemas asks with more schemas than the provider keeps parsed, each twice.
+func TestManySchemas(t *testing.T) {
+	p := newSim(t, sim.Config{})
+	for round := range 2 {
+		for i := range 150 {
+			req := userRequest("hello")
+			req.ResponseFormat = &afloat.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(`{"const": ` + strconv.Itoa(i) + `}`)}
+			resp, err := p.Complete(context.Background(), req)
+			if err != nil || resp.Content != strconv.Itoa(i) {
+				t.Fatalf("round %d, schema %d: answer %+v, %v", round, i, resp, err)
+			}
+		}
 	}
 }
