@@ -1,6 +1,9 @@
 package afloat
 
-import "context"
+import (
+	"context"
+	"io"
+)
 
 // Provider is one model endpoint. Adapters translate; they do not retry, break or fall back:
 // the cascade composes that.
@@ -40,3 +43,23 @@ type Chunk struct {
 	// Usage is set on the chunk that carries it, usually the last.
 	Usage *Usage
 }
+
+// StreamOf returns a Stream that delivers resp as one chunk, for a provider that cannot
+// stream.
+func StreamOf(resp *Response) Stream { return &oneChunk{resp: resp} }
+
+type oneChunk struct {
+	resp *Response
+	done bool
+}
+
+func (s *oneChunk) Recv() (Chunk, error) {
+	if s.done {
+		return Chunk{}, io.EOF
+	}
+	s.done = true
+	u := s.resp.Usage
+	return Chunk{Delta: s.resp.Content, ToolCalls: s.resp.ToolCalls, FinishReason: s.resp.FinishReason, Usage: &u}, nil
+}
+
+func (s *oneChunk) Close() error { return nil }

@@ -84,7 +84,7 @@ func BenchmarkSkipOpenCircuit(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r := afloat.Result[json.RawMessage]{Attempts: make([]afloat.Attempt, 0, 1)}
-		_, o := task.call(ctx, tr, req, false, &r)
+		_, o := e.call(ctx, tr, req, false, &r)
 		if o != afloat.OutcomeCircuitOpen {
 			b.Fatal(o)
 		}

@@ -446,3 +446,31 @@ func TestMetricsExportedFromStart(t *testing.T) {
 		t.Fatalf("%d circuit state series", n)
 	}
 }
+
+func TestInputSchemaNamesTheField(t *testing.T) {
+	fx := newFixture(t, nil, answer(validAnswer))
+	task := fx.task(t, func(c *TaskConfig) {
+		c.InputSchema = []byte(`{"type":"object","properties":{"subject":{"type":"string"},"message":{"type":"string"}},"required":["subject","message"]}`)
+	})
+	tests := []struct {
+		in      afloat.Input
+		field   string
+		problem string
+	}{
+		{afloat.Input{"subject": "x", "message": 42}, "message", "string"},
+		{afloat.Input{"subject": []any{"x"}, "message": "y"}, "subject", "string"},
+	}
+	for _, tt := range tests {
+		_, err := task.RunJSON(context.Background(), tt.in)
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Field != tt.field || !strings.Contains(ie.Problem, tt.problem) {
+			t.Fatalf("input %v: err %v, want a problem with %q naming %q", tt.in, err, tt.problem, tt.field)
+		}
+	}
+	if res, err := task.RunJSON(context.Background(), ticket); err != nil || res.Source != afloat.SourceModel {
+		t.Fatalf("valid input refused: %v", err)
+	}
+	if got := inputError(&afloat.ContractError{Stage: "schema", Details: []string{"at /: missing properties 'message', 'subject'"}}); got.(*InputError).Field != "message" {
+		t.Fatalf("missing property not named: %v", got)
+	}
+}

@@ -70,7 +70,7 @@ func (t *Task) RunJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 func (t *Task) runTier(ctx context.Context, tr *tier, in afloat.Input, res *afloat.Result[json.RawMessage]) (json.RawMessage, afloat.Outcome) {
 	msgs, err := tr.prompt.Render(in)
 	if err != nil {
-		t.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
+		t.e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
 		return nil, afloat.OutcomeClientError
 	}
 	req := &afloat.Request{
@@ -78,7 +78,7 @@ func (t *Task) runTier(ctx context.Context, tr *tier, in afloat.Input, res *aflo
 		Temperature: tr.temperature, Task: t.name,
 	}
 	for reask := 0; ; reask++ {
-		resp, outcome := t.call(ctx, tr, req, reask > 0, res)
+		resp, outcome := t.e.call(ctx, tr, req, reask > 0, res)
 		if outcome != afloat.OutcomeOK {
 			return nil, outcome
 		}
@@ -87,15 +87,7 @@ func (t *Task) runTier(ctx context.Context, tr *tier, in afloat.Input, res *aflo
 			tr.attempts[afloat.OutcomeOK].Inc()
 			return val, afloat.OutcomeOK
 		}
-		last := &res.Attempts[len(res.Attempts)-1]
-		last.Outcome, last.Error = afloat.OutcomeContractViolation, err.Error()
-		stage := "schema"
-		var ce *afloat.ContractError
-		if errors.As(err, &ce) {
-			stage = ce.Stage
-		}
-		t.e.metrics.ContractViolations.WithLabelValues(t.name, tr.up.name, stage).Inc()
-		tr.attempts[afloat.OutcomeContractViolation].Inc()
+		t.e.violation(t.name, tr, res, err)
 		if reask >= t.maxReasks {
 			return nil, afloat.OutcomeContractViolation
 		}
@@ -127,25 +119,25 @@ func reaskRequest(req *afloat.Request, answer string, verr error, schema json.Ra
 
 // call passes the gates of one tier (circuit, deadline, bulkhead) and makes the call, with
 // retries on the same provider for transient failures. Every try is appended to res.
-func (t *Task) call(ctx context.Context, tr *tier, req *afloat.Request, reask bool, res *afloat.Result[json.RawMessage]) (*afloat.Response, afloat.Outcome) {
-	clk := t.e.clock
+func (e *Engine) call(ctx context.Context, tr *tier, req *afloat.Request, reask bool, res *afloat.Result[json.RawMessage]) (*afloat.Response, afloat.Outcome) {
+	clk := e.clock
 	u := tr.up
 	for try := 0; ; try++ {
 		permit, err := u.br.Allow(ctx)
 		if err != nil {
-			t.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeCircuitOpen, Reask: reask})
+			e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeCircuitOpen, Reask: reask})
 			return nil, afloat.OutcomeCircuitOpen
 		}
 		read := tr.est.ReadTimeout()
 		timeout, ok := latency.AttemptTimeout(ctx, clk, read, u.minAttempt)
 		if !ok {
 			permit.Cancel(ctx)
-			t.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeDeadline, Reask: reask})
+			e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeDeadline, Reask: reask})
 			return nil, afloat.OutcomeDeadline
 		}
 		if !u.acquire() {
 			permit.Cancel(ctx)
-			t.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeBulkhead, Reask: reask})
+			e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeBulkhead, Reask: reask})
 			return nil, afloat.OutcomeBulkhead
 		}
 		if try == 0 {
@@ -170,14 +162,14 @@ func (t *Task) call(ctx context.Context, tr *tier, req *afloat.Request, reask bo
 			tr.tokens.Add(float64(usage.InputTokens + usage.OutputTokens))
 			tr.cost.Add(usage.Cost)
 			res.Usage = res.Usage.Add(usage)
-			t.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeOK, Latency: took, Reask: reask})
+			e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeOK, Latency: took, Reask: reask})
 			return resp, afloat.OutcomeOK
 		}
 
 		if errors.Is(ctx.Err(), context.Canceled) {
 			// The caller left; this says nothing about the provider.
 			permit.Cancel(ctx)
-			t.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeDeadline, Latency: took, Reask: reask, Error: "caller cancelled"})
+			e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeDeadline, Latency: took, Reask: reask, Error: "caller cancelled"})
 			return nil, afloat.OutcomeDeadline
 		}
 		if cut && !afloat.IsTimeout(err) {
@@ -191,9 +183,9 @@ func (t *Task) call(ctx context.Context, tr *tier, req *afloat.Request, reask bo
 		}
 		permit.Done(ctx, err)
 		outcome := afloat.OutcomeError(err)
-		t.addAttempt(res, tr, afloat.Attempt{Outcome: outcome, Latency: took, Reask: reask, Error: err.Error()})
+		e.addAttempt(res, tr, afloat.Attempt{Outcome: outcome, Latency: took, Reask: reask, Error: err.Error()})
 
-		wait, retry := t.retryable(ctx, tr, err, try)
+		wait, retry := e.retryable(ctx, tr, err, try)
 		if !retry {
 			return nil, outcome
 		}
@@ -207,7 +199,7 @@ func (t *Task) call(ctx context.Context, tr *tier, req *afloat.Request, reask bo
 // retryable decides whether a failed try is retried on the same provider, and after what
 // wait: only a transient failure, within the retry count and budget, with the breaker still
 // closed and time left in the deadline for the wait and a useful attempt.
-func (t *Task) retryable(ctx context.Context, tr *tier, err error, try int) (time.Duration, bool) {
+func (e *Engine) retryable(ctx context.Context, tr *tier, err error, try int) (time.Duration, bool) {
 	u := tr.up
 	if try >= u.retry.Max {
 		return 0, false
@@ -223,7 +215,7 @@ func (t *Task) retryable(ctx context.Context, tr *tier, err error, try int) (tim
 		}
 		wait = pe.RetryAfter
 	}
-	if _, ok := latency.AttemptTimeout(ctx, t.e.clock, time.Hour, wait+u.minAttempt); !ok {
+	if _, ok := latency.AttemptTimeout(ctx, e.clock, time.Hour, wait+u.minAttempt); !ok {
 		return 0, false
 	}
 	if u.br.State(ctx) != breaker.StateClosed {
@@ -250,10 +242,10 @@ func sleep(ctx context.Context, clk clockwork.Clock, d time.Duration) bool {
 	}
 }
 
-func (t *Task) addAttempt(res *afloat.Result[json.RawMessage], tr *tier, a afloat.Attempt) {
+func (e *Engine) addAttempt(res *afloat.Result[json.RawMessage], tr *tier, a afloat.Attempt) {
 	a.Provider, a.Tier, a.PromptVersion = tr.up.name, tr.idx, tr.version
 	if res.Attempts == nil {
-		res.Attempts = make([]afloat.Attempt, 0, 2*len(t.tiers))
+		res.Attempts = make([]afloat.Attempt, 0, 4)
 	}
 	res.Attempts = append(res.Attempts, a)
 	// An answered call is counted once its contract is checked (ok or contract_violation).

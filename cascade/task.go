@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/afloat-dev/afloat"
@@ -77,6 +78,9 @@ type TaskConfig struct {
 	// Inputs are the input fields a call must carry; nil takes the fields the tiers'
 	// templates read.
 	Inputs []string
+	// InputSchema is a JSON Schema for the input object, checked on every call (a field of
+	// the wrong type is an *InputError naming it); nil checks only that Inputs are present.
+	InputSchema []byte
 	// Cascade is the ordered tiers: primary, backup, emergency; at least one.
 	Cascade []Tier
 	// Heuristic answers under PolicyHeuristic; nil makes such a task answer unavailable.
@@ -97,6 +101,7 @@ type Task struct {
 	policy    Policy
 	budget    time.Duration
 	contract  *normalize.Contract
+	input     *normalize.Contract
 	format    *afloat.ResponseFormat
 	inputs    []string
 	tiers     []tier
@@ -189,43 +194,29 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 	case t.maxReasks < 0:
 		t.maxReasks = 0
 	}
+	if len(cfg.InputSchema) > 0 {
+		if t.input, err = normalize.Compile(cfg.Name+"-input", cfg.InputSchema); err != nil {
+			return nil, fmt.Errorf("input schema: %w", err)
+		}
+	}
 	if err := t.checkHeuristic(); err != nil {
 		return nil, err
 	}
 
-	m := e.metrics
 	var fields []string
 	for i, tc := range cfg.Cascade {
-		u := e.upstreams[tc.Provider]
-		if u == nil {
-			return nil, fmt.Errorf("tier %d: unknown provider %q", i, tc.Provider)
-		}
 		if tc.Prompt == nil {
 			return nil, fmt.Errorf("tier %d (%s): prompt is required", i, tc.Provider)
 		}
-		est, err := e.latency.Estimator(u.name, cfg.Name, u.timeouts)
-		if err != nil {
-			return nil, fmt.Errorf("tier %d (%s): %w", i, tc.Provider, err)
-		}
-		version := cfg.Name + "/" + u.name
+		version := cfg.Name + "/" + tc.Provider
 		if v := tc.Prompt.Version(); v != "" {
 			version += "/" + v
 		}
-		tr := tier{
-			idx: i, up: u, prompt: tc.Prompt, version: version, est: est,
-			maxTokens: tc.MaxTokens, temperature: tc.Temperature,
-			attempts:    map[afloat.Outcome]prometheus.Counter{},
-			latency:     m.ProviderLatency.WithLabelValues(u.name, cfg.Name),
-			readTimeout: m.ReadTimeout.WithLabelValues(u.name, cfg.Name),
-			tokens:      m.Tokens.WithLabelValues(u.name, cfg.Name),
-			cost:        m.Cost.WithLabelValues(u.name, cfg.Name),
-			reasks:      m.Reasks.WithLabelValues(cfg.Name, u.name),
-			retries:     m.Retries.WithLabelValues(cfg.Name, u.name),
+		tr, err := e.newTier(cfg.Name, i, tc.Provider, version)
+		if err != nil {
+			return nil, err
 		}
-		for _, o := range afloat.Outcomes {
-			tr.attempts[o] = m.Attempts.WithLabelValues(cfg.Name, u.name, string(o))
-		}
-		tr.readTimeout.Set(est.ReadTimeout().Seconds())
+		tr.prompt, tr.maxTokens, tr.temperature = tc.Prompt, tc.MaxTokens, tc.Temperature
 		t.tiers = append(t.tiers, tr)
 		fields = append(fields, tc.Prompt.Fields()...)
 	}
@@ -236,8 +227,44 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 		t.inputs = slices.Compact(fields)
 	}
 
-	providers := make([]string, len(t.tiers))
-	for i, tr := range t.tiers {
+	t.okRequests, t.shareGauge = e.initSeries(cfg.Name, t.tiers)
+	return t, nil
+}
+
+// newTier resolves tier i of the task or route named scope against the engine, with its
+// estimator and metric handles bound.
+func (e *Engine) newTier(scope string, i int, provider, version string) (tier, error) {
+	u := e.upstreams[provider]
+	if u == nil {
+		return tier{}, fmt.Errorf("tier %d: unknown provider %q", i, provider)
+	}
+	est, err := e.latency.Estimator(u.name, scope, u.timeouts)
+	if err != nil {
+		return tier{}, fmt.Errorf("tier %d (%s): %w", i, provider, err)
+	}
+	m := e.metrics
+	tr := tier{
+		idx: i, up: u, version: version, est: est,
+		attempts:    map[afloat.Outcome]prometheus.Counter{},
+		latency:     m.ProviderLatency.WithLabelValues(u.name, scope),
+		readTimeout: m.ReadTimeout.WithLabelValues(u.name, scope),
+		tokens:      m.Tokens.WithLabelValues(u.name, scope),
+		cost:        m.Cost.WithLabelValues(u.name, scope),
+		reasks:      m.Reasks.WithLabelValues(scope, u.name),
+		retries:     m.Retries.WithLabelValues(scope, u.name),
+	}
+	for _, o := range afloat.Outcomes {
+		tr.attempts[o] = m.Attempts.WithLabelValues(scope, u.name, string(o))
+	}
+	tr.readTimeout.Set(est.ReadTimeout().Seconds())
+	return tr, nil
+}
+
+// initSeries exports the series of a task or route at zero and returns the handles of its
+// happy path.
+func (e *Engine) initSeries(scope string, tiers []tier) (ok prometheus.Counter, share prometheus.Gauge) {
+	providers := make([]string, len(tiers))
+	for i, tr := range tiers {
 		providers[i] = tr.up.name
 	}
 	outcomes := make([]string, len(afloat.Outcomes))
@@ -248,10 +275,9 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 			reasons = append(reasons, string(o))
 		}
 	}
-	m.InitTask(cfg.Name, providers, outcomes, reasons)
-	t.okRequests = m.Requests.WithLabelValues(cfg.Name, string(afloat.SourceModel), "false", "")
-	t.shareGauge = m.FallbackShare.WithLabelValues(cfg.Name)
-	return t, nil
+	m := e.metrics
+	m.InitTask(scope, providers, outcomes, reasons)
+	return m.Requests.WithLabelValues(scope, string(afloat.SourceModel), "false", ""), m.FallbackShare.WithLabelValues(scope)
 }
 
 // checkHeuristic refuses a rule set that cannot produce a valid answer.
@@ -304,5 +330,49 @@ func (t *Task) checkInput(in afloat.Input) error {
 			return &InputError{Field: f, Problem: "missing"}
 		}
 	}
+	if t.input == nil {
+		return nil
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return &InputError{Field: "input", Problem: err.Error()}
+	}
+	if err := t.input.Validate(b); err != nil {
+		return inputError(err)
+	}
 	return nil
+}
+
+// inputError names the first field a schema violation is about.
+func inputError(err error) error {
+	var ce *afloat.ContractError
+	if !errors.As(err, &ce) || len(ce.Details) == 0 {
+		return &InputError{Field: "input", Problem: err.Error()}
+	}
+	d := ce.Details[0] // "at /field/...: problem"
+	field, problem := "input", d
+	if rest, ok := strings.CutPrefix(d, "at /"); ok {
+		if loc, p, ok := strings.Cut(rest, ": "); ok {
+			problem = p
+			if name, _, _ := strings.Cut(loc, "/"); name != "" {
+				field = name
+			}
+		}
+	}
+	if m := missingProperty(problem); m != "" {
+		field, problem = m, "missing"
+	}
+	return &InputError{Field: field, Problem: problem}
+}
+
+// missingProperty reads the first property a "missing properties 'a', 'b'" message names.
+func missingProperty(problem string) string {
+	rest, ok := strings.CutPrefix(problem, "missing properties ")
+	if !ok {
+		if rest, ok = strings.CutPrefix(problem, "missing property "); !ok {
+			return ""
+		}
+	}
+	first, _, _ := strings.Cut(rest, ",")
+	return strings.Trim(first, "'\" ")
 }

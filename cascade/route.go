@@ -1,0 +1,565 @@
+package cascade
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"text/template"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/latency"
+	"github.com/afloat-dev/afloat/normalize"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// SystemMode says how a tier's system prompt meets the client's system message.
+type SystemMode string
+
+const (
+	// SystemReplace drops the client's system messages for the tier's own.
+	SystemReplace SystemMode = "replace"
+	// SystemPrepend puts the tier's system message before the client's.
+	SystemPrepend SystemMode = "prepend"
+)
+
+// RouteTier is one step of a route's cascade.
+type RouteTier struct {
+	// Provider names a provider of the engine.
+	Provider string
+	// System is this provider's system prompt for the route, a text/template whose data is
+	// {"system": the client's system message}; "" passes the client's messages unchanged.
+	// A prompt tuned for one model produces garbage on another: each tier has its own.
+	System string
+	// SystemMode is SystemReplace or SystemPrepend; "" means SystemReplace.
+	SystemMode SystemMode
+	// MaxTokens caps the answer below the client's max_tokens; 0 keeps the client's.
+	MaxTokens int
+	// Temperature replaces the client's; nil keeps it.
+	Temperature *float64
+}
+
+// RouteConfig is a named cascade for chat completions: the client's own messages, tools and
+// response format, sent to each tier in turn.
+type RouteConfig struct {
+	// Name is the route's name, the "model" a client asks for; required.
+	Name string
+	// Criticality is required. A route answers its client directly and has no human queue:
+	// when every tier fails, it returns ErrExhausted whatever its criticality.
+	Criticality afloat.Criticality
+	// Budget covers every attempt, retry and re-ask of one call. 0 means 30s.
+	Budget time.Duration
+	// Cascade is the ordered tiers; at least one.
+	Cascade []RouteTier
+	// MaxReasks bounds the re-asks after an answer that breaks the request's json_schema
+	// response format, per tier. 0 means 1; a negative value disables them.
+	MaxReasks int
+}
+
+// ErrExhausted: every tier of a route was skipped or failed. The Reply says how.
+var ErrExhausted = errors.New("cascade: no tier answered")
+
+// StreamError is a stream that failed after its first chunk reached the client: no other
+// tier may answer any more, and the client must be told the answer is cut.
+type StreamError struct {
+	Provider string
+	Err      error
+}
+
+func (e *StreamError) Error() string {
+	return fmt.Sprintf("stream from %s cut after the first chunk: %v", e.Provider, e.Err)
+}
+
+func (e *StreamError) Unwrap() error { return e.Err }
+
+// Reply is a route's answer and where it came from.
+type Reply struct {
+	Route string
+	// Response is the answer; nil when no tier answered. For a stream it holds what was
+	// streamed, assembled.
+	Response *afloat.Response
+	// Source is SourceModel, or SourceUnavailable when no tier answered.
+	Source   afloat.Source
+	Degraded bool
+	Reason   afloat.Reason
+	Provider string
+	Tier     int
+	Attempts []afloat.Attempt
+	Usage    afloat.Usage
+	Latency  time.Duration
+}
+
+// Route is a configured route. It is safe for concurrent use.
+type Route struct {
+	e          *Engine
+	name       string
+	crit       afloat.Criticality
+	budget     time.Duration
+	maxReasks  int
+	tiers      []tier
+	systems    []*template.Template
+	modes      []SystemMode
+	okRequests prometheus.Counter
+	shareGauge prometheus.Gauge
+	share      *shareWindow
+	contracts  sync.Map // schema text → *normalize.Contract
+}
+
+// Route builds a route over the engine's providers.
+func (e *Engine) Route(cfg RouteConfig) (*Route, error) {
+	r, err := e.newRoute(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cascade: route %q: %w", cfg.Name, err)
+	}
+	return r, nil
+}
+
+func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
+	switch {
+	case cfg.Name == "":
+		return nil, errors.New("name is required")
+	case cfg.Criticality == 0:
+		return nil, errors.New("criticality is required (enrichment, assistance or critical)")
+	case len(cfg.Cascade) == 0:
+		return nil, errors.New("cascade has no tiers")
+	case cfg.Budget < 0:
+		return nil, fmt.Errorf("budget %v is negative", cfg.Budget)
+	}
+	r := &Route{e: e, name: cfg.Name, crit: cfg.Criticality, budget: cfg.Budget, maxReasks: cfg.MaxReasks, share: newShareWindow(e.clock)}
+	if r.budget == 0 {
+		r.budget = 30 * time.Second
+	}
+	switch {
+	case r.maxReasks == 0:
+		r.maxReasks = 1
+	case r.maxReasks < 0:
+		r.maxReasks = 0
+	}
+	for i, rt := range cfg.Cascade {
+		tr, err := e.newTier(cfg.Name, i, rt.Provider, "")
+		if err != nil {
+			return nil, err
+		}
+		tr.maxTokens, tr.temperature = rt.MaxTokens, rt.Temperature
+		var sys *template.Template
+		if rt.System != "" {
+			sys, err = template.New(cfg.Name + "/" + rt.Provider).Option("missingkey=error").Parse(rt.System)
+			if err != nil {
+				return nil, fmt.Errorf("tier %d (%s): system prompt: %w", i, rt.Provider, err)
+			}
+			if _, err := renderSystem(sys, ""); err != nil {
+				return nil, fmt.Errorf("tier %d (%s): system prompt: %w", i, rt.Provider, err)
+			}
+		}
+		mode := rt.SystemMode
+		switch mode {
+		case "":
+			mode = SystemReplace
+		case SystemReplace, SystemPrepend:
+		default:
+			return nil, fmt.Errorf("tier %d (%s): unknown system mode %q (want replace or prepend)", i, rt.Provider, mode)
+		}
+		r.tiers = append(r.tiers, tr)
+		r.systems = append(r.systems, sys)
+		r.modes = append(r.modes, mode)
+	}
+	r.okRequests, r.shareGauge = e.initSeries(cfg.Name, r.tiers)
+	return r, nil
+}
+
+// Name returns the route's name.
+func (r *Route) Name() string { return r.name }
+
+// Criticality returns the route's criticality.
+func (r *Route) Criticality() afloat.Criticality { return r.crit }
+
+// FallbackShare returns the share of the last minute's calls not answered by tier 0.
+func (r *Route) FallbackShare() float64 { return r.share.share() }
+
+func renderSystem(t *template.Template, client string) (string, error) {
+	var b bytes.Buffer
+	if err := t.Execute(&b, map[string]any{"system": client}); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+// request builds tier i's request from the client's.
+func (r *Route) request(i int, in *afloat.Request) (*afloat.Request, error) {
+	req := *in
+	req.Task = r.name
+	tr := &r.tiers[i]
+	if tr.maxTokens > 0 && (req.MaxTokens == 0 || req.MaxTokens > tr.maxTokens) {
+		req.MaxTokens = tr.maxTokens
+	}
+	if tr.temperature != nil {
+		req.Temperature = tr.temperature
+	}
+	sys := r.systems[i]
+	if sys == nil {
+		return &req, nil
+	}
+	var client []string
+	rest := make([]afloat.Message, 0, len(in.Messages)+1)
+	for _, m := range in.Messages {
+		if m.Role == afloat.RoleSystem {
+			client = append(client, m.Content)
+			continue
+		}
+		rest = append(rest, m)
+	}
+	text, err := renderSystem(sys, strings.Join(client, "\n\n"))
+	if err != nil {
+		return nil, err
+	}
+	msgs := []afloat.Message{{Role: afloat.RoleSystem, Content: text}}
+	if r.modes[i] == SystemPrepend {
+		for _, c := range client {
+			msgs = append(msgs, afloat.Message{Role: afloat.RoleSystem, Content: c})
+		}
+	}
+	req.Messages = append(msgs, rest...)
+	return &req, nil
+}
+
+// contract returns the compiled contract of a json_schema response format, or nil.
+func (r *Route) contract(in *afloat.Request) (*normalize.Contract, error) {
+	rf := in.ResponseFormat
+	if rf == nil || rf.Type != "json_schema" || len(rf.Schema) == 0 {
+		return nil, nil
+	}
+	key := string(rf.Schema)
+	if c, ok := r.contracts.Load(key); ok {
+		return c.(*normalize.Contract), nil
+	}
+	c, err := normalize.Compile(r.name, rf.Schema)
+	if err != nil {
+		return nil, &RequestError{Field: "response_format.json_schema.schema", Problem: err.Error()}
+	}
+	r.contracts.Store(key, c)
+	return c, nil
+}
+
+// RequestError says that a client's request cannot be sent to any tier.
+type RequestError struct {
+	Field   string
+	Problem string
+}
+
+func (e *RequestError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Problem) }
+
+// Complete runs the route for one chat request. It returns ErrExhausted with the Reply when
+// no tier answered, a *RequestError for a request no tier can take, and the context's error
+// when the caller left.
+func (r *Route) Complete(ctx context.Context, in *afloat.Request) (*Reply, error) {
+	start := r.e.clock.Now()
+	contract, err := r.contract(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := latency.WithBudget(ctx, r.e.clock, r.budget)
+	defer cancel()
+	log := afloat.Result[json.RawMessage]{Tier: -1}
+	if !r.allowed(ctx) {
+		log.Reason = afloat.ReasonKillSwitch
+		return r.exhausted(log, start)
+	}
+	for i := range r.tiers {
+		tr := &r.tiers[i]
+		req, err := r.request(i, in)
+		if err != nil {
+			r.e.addAttempt(&log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
+		} else if resp, outcome := r.ask(ctx, tr, req, contract, &log); outcome == afloat.OutcomeOK {
+			return r.answered(log, tr, resp, start), nil
+		}
+		if i == 0 {
+			log.Reason = afloat.Reason(log.Attempts[len(log.Attempts)-1].Outcome)
+		}
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, ctx.Err()
+		}
+	}
+	return r.exhausted(log, start)
+}
+
+// ask calls one tier and, with a contract, checks the answer and re-asks.
+func (r *Route) ask(ctx context.Context, tr *tier, req *afloat.Request, c *normalize.Contract, log *afloat.Result[json.RawMessage]) (*afloat.Response, afloat.Outcome) {
+	for reask := 0; ; reask++ {
+		resp, outcome := r.e.call(ctx, tr, req, reask > 0, log)
+		if outcome != afloat.OutcomeOK {
+			return nil, outcome
+		}
+		if c == nil || len(resp.ToolCalls) > 0 {
+			tr.attempts[afloat.OutcomeOK].Inc()
+			return resp, afloat.OutcomeOK
+		}
+		val, err := c.Check(resp.Content)
+		if err == nil {
+			tr.attempts[afloat.OutcomeOK].Inc()
+			out := *resp
+			out.Content = string(val)
+			return &out, afloat.OutcomeOK
+		}
+		r.e.violation(r.name, tr, log, err)
+		if reask >= r.maxReasks {
+			return nil, afloat.OutcomeContractViolation
+		}
+		tr.reasks.Inc()
+		req = reaskRequest(req, resp.Content, err, c.Schema())
+	}
+}
+
+// violation marks the last attempt as a contract violation and counts it.
+func (e *Engine) violation(scope string, tr *tier, log *afloat.Result[json.RawMessage], err error) {
+	last := &log.Attempts[len(log.Attempts)-1]
+	last.Outcome, last.Error = afloat.OutcomeContractViolation, err.Error()
+	stage := "schema"
+	var ce *afloat.ContractError
+	if errors.As(err, &ce) {
+		stage = ce.Stage
+	}
+	e.metrics.ContractViolations.WithLabelValues(scope, tr.up.name, stage).Inc()
+	tr.attempts[afloat.OutcomeContractViolation].Inc()
+}
+
+func (r *Route) allowed(ctx context.Context) bool {
+	doc, err := r.e.flags.Flags(ctx)
+	if err != nil {
+		r.e.log.Warn("flags unreadable; route treated as on", "route", r.name, "err", err)
+		return true
+	}
+	return doc.Allow(r.name, Tenant(ctx))
+}
+
+func (r *Route) answered(log afloat.Result[json.RawMessage], tr *tier, resp *afloat.Response, start time.Time) *Reply {
+	rep := &Reply{
+		Route: r.name, Response: resp, Source: afloat.SourceModel, Degraded: tr.idx > 0, Reason: log.Reason,
+		Provider: tr.up.name, Tier: tr.idx, Attempts: log.Attempts, Usage: log.Usage,
+	}
+	r.finish(rep, start)
+	return rep
+}
+
+func (r *Route) exhausted(log afloat.Result[json.RawMessage], start time.Time) (*Reply, error) {
+	rep := &Reply{
+		Route: r.name, Source: afloat.SourceUnavailable, Degraded: true, Reason: log.Reason,
+		Tier: -1, Attempts: log.Attempts, Usage: log.Usage,
+	}
+	r.finish(rep, start)
+	return rep, ErrExhausted
+}
+
+func (r *Route) finish(rep *Reply, start time.Time) {
+	rep.Latency = r.e.clock.Since(start)
+	if rep.Source == afloat.SourceModel && !rep.Degraded {
+		r.okRequests.Inc()
+	} else {
+		r.e.metrics.Requests.WithLabelValues(r.name, string(rep.Source), fmt.Sprint(rep.Degraded), string(rep.Reason)).Inc()
+	}
+	r.shareGauge.Set(r.share.record(rep.Degraded))
+}
+
+// Stream runs the route for one chat request and passes the answer to emit as it arrives.
+// Until emit is first called another tier may still answer: a tier whose stream fails before
+// its first chunk is skipped like a failed call. Once a chunk went out, a failure ends the
+// call with a *StreamError. With a json_schema response format the answer is checked whole
+// first (re-asked or passed on to the next tier like Complete's) and then emitted. An error
+// from emit (the client left) stops the call and is returned.
+func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit func(afloat.Chunk) error) (*Reply, error) {
+	contract, err := r.contract(in)
+	if err != nil {
+		return nil, err
+	}
+	if contract != nil {
+		rep, err := r.Complete(ctx, in)
+		if err != nil {
+			return rep, err
+		}
+		resp := rep.Response
+		u := rep.Usage
+		if err := emit(afloat.Chunk{Delta: resp.Content, ToolCalls: resp.ToolCalls, FinishReason: resp.FinishReason, Usage: &u}); err != nil {
+			return rep, err
+		}
+		return rep, nil
+	}
+	start := r.e.clock.Now()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := latency.WithBudget(ctx, r.e.clock, r.budget)
+	defer cancel()
+	log := afloat.Result[json.RawMessage]{Tier: -1}
+	if !r.allowed(ctx) {
+		log.Reason = afloat.ReasonKillSwitch
+		return r.exhausted(log, start)
+	}
+	for i := range r.tiers {
+		tr := &r.tiers[i]
+		req, err := r.request(i, in)
+		if err != nil {
+			r.e.addAttempt(&log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
+		} else {
+			resp, err := r.e.stream(ctx, tr, req, &log, emit)
+			if resp != nil {
+				rep := r.answered(log, tr, resp, start)
+				return rep, err
+			}
+		}
+		if i == 0 {
+			log.Reason = afloat.Reason(log.Attempts[len(log.Attempts)-1].Outcome)
+		}
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, ctx.Err()
+		}
+	}
+	return r.exhausted(log, start)
+}
+
+// stream makes one streamed attempt on a tier: the gates, then the stream with the read
+// timeout bounding the wait for the first chunk. It returns nil before any chunk was emitted
+// (the next tier may answer); after that, the assembled response, with a *StreamError or
+// emit's error when the stream did not end cleanly.
+func (e *Engine) stream(ctx context.Context, tr *tier, req *afloat.Request, log *afloat.Result[json.RawMessage], emit func(afloat.Chunk) error) (*afloat.Response, error) {
+	clk := e.clock
+	u := tr.up
+	sp, canStream := u.p.(afloat.Streamer)
+	if !canStream {
+		resp, outcome := e.call(ctx, tr, req, false, log)
+		if outcome != afloat.OutcomeOK {
+			return nil, nil
+		}
+		tr.attempts[afloat.OutcomeOK].Inc()
+		uu := resp.Usage
+		return resp, emit(afloat.Chunk{Delta: resp.Content, ToolCalls: resp.ToolCalls, FinishReason: resp.FinishReason, Usage: &uu})
+	}
+	permit, err := u.br.Allow(ctx)
+	if err != nil {
+		e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeCircuitOpen})
+		return nil, nil
+	}
+	read := tr.est.ReadTimeout()
+	timeout, ok := latency.AttemptTimeout(ctx, clk, read, u.minAttempt)
+	if !ok {
+		permit.Cancel(ctx)
+		e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeDeadline})
+		return nil, nil
+	}
+	if !u.acquire() {
+		permit.Cancel(ctx)
+		e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeBulkhead})
+		return nil, nil
+	}
+	defer u.release()
+	u.budget.call()
+
+	began := clk.Now()
+	sctx, scancel := context.WithCancel(ctx)
+	defer scancel()
+	var cutFirst bool
+	var mu sync.Mutex
+	firstTimer := clk.AfterFunc(timeout, func() {
+		mu.Lock()
+		cutFirst = true
+		mu.Unlock()
+		scancel()
+	})
+	fail := func(err error) {
+		firstTimer.Stop()
+		mu.Lock()
+		cut := cutFirst
+		mu.Unlock()
+		took := clk.Since(began)
+		if cut && !afloat.IsTimeout(err) {
+			err = &afloat.ProviderError{Provider: u.name, Kind: afloat.Unavailable, Timeout: true, Err: err}
+		}
+		if errors.Is(ctx.Err(), context.Canceled) {
+			permit.Cancel(ctx)
+		} else {
+			permit.Done(ctx, err)
+			if cut && timeout == read {
+				tr.est.ObserveTimeout(took)
+			}
+		}
+		e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeError(err), Latency: took, Error: err.Error()})
+	}
+
+	s, err := sp.Stream(sctx, req)
+	if err != nil {
+		fail(err)
+		return nil, nil
+	}
+	defer s.Close()
+	var b strings.Builder
+	resp := &afloat.Response{}
+	emitted := false
+	var firstAt time.Duration
+	for {
+		c, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			firstTimer.Stop()
+			break
+		}
+		if err != nil {
+			if !emitted {
+				fail(err)
+				return nil, nil
+			}
+			// After the first byte no other tier may answer: count it and cut the stream.
+			permit.Done(ctx, err)
+			e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeError(err), Latency: clk.Since(began), Error: err.Error()})
+			resp.Content = b.String()
+			return resp, &StreamError{Provider: u.name, Err: err}
+		}
+		if c.Usage != nil {
+			resp.Usage = *c.Usage
+		}
+		if c.FinishReason != "" {
+			resp.FinishReason = c.FinishReason
+		}
+		resp.ToolCalls = append(resp.ToolCalls, c.ToolCalls...)
+		b.WriteString(c.Delta)
+		if !emitted && c.Delta == "" && len(c.ToolCalls) == 0 && c.FinishReason == "" {
+			continue // nothing to show yet: keep the fallback open
+		}
+		if !emitted {
+			firstTimer.Stop()
+			emitted, firstAt = true, clk.Since(began)
+		}
+		if err := emit(c); err != nil {
+			permit.Cancel(ctx)
+			resp.Content = b.String()
+			return resp, err
+		}
+	}
+	took := clk.Since(began)
+	resp.Content = b.String()
+	permit.Done(ctx, nil)
+	if !emitted {
+		firstAt = took
+	}
+	// The read timeout bounds the wait for the first chunk: that is what it learns from.
+	tr.est.Observe(firstAt)
+	tr.latency.Observe(took.Seconds())
+	usage := resp.Usage
+	usage.Cost, usage.Currency = u.price.cost(usage), u.price.Currency
+	tr.tokens.Add(float64(usage.InputTokens + usage.OutputTokens))
+	tr.cost.Add(usage.Cost)
+	log.Usage = log.Usage.Add(usage)
+	e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeOK, Latency: took})
+	tr.attempts[afloat.OutcomeOK].Inc()
+	if !emitted {
+		// An empty answer still finishes the stream.
+		if err := emit(afloat.Chunk{FinishReason: resp.FinishReason, Usage: &usage}); err != nil {
+			return resp, err
+		}
+	}
+	return resp, nil
+}

@@ -1,0 +1,11 @@
+// Package fault injects failures into any provider, for unavailability drills against real
+// adapters (shared/DESIGN.md §6, PUT /admin/faults/{provider}).
+//
+//	p := fault.Wrap(gigachat, nil)
+//	p.Set(fault.Fault{Mode: fault.ModeUnavailable, Status: 503})
+//	_, err := p.Complete(ctx, req) // a *afloat.ProviderError with status 503; gigachat is not called
+//	p.Set(fault.Fault{})           // cleared
+//
+// A fault is read when a call starts. The wrapper holds the fault of one process; a shared
+// state backend sets it on every replica.
+package fault

@@ -1,0 +1,204 @@
+package fault
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/jonboulle/clockwork"
+)
+
+// Mode is the kind of fault.
+type Mode string
+
+const (
+	// ModeNone: no fault; calls go through.
+	ModeNone Mode = ""
+	// ModeUnavailable: every call fails at once with Status, classified as the provider's
+	// adapter would (5xx and 529 unavailable, 429 throttled, 401/402/403 unusable, other
+	// 4xx contract).
+	ModeUnavailable Mode = "unavailable"
+	// ModeTimeout: every call hangs until its context ends.
+	ModeTimeout Mode = "timeout"
+	// ModeSlow: every call waits Delay before it is made.
+	ModeSlow Mode = "slow"
+	// ModeMalformed: every call answers at once with prose that holds no JSON.
+	ModeMalformed Mode = "malformed"
+)
+
+// Fault is one injected fault, in the JSON form of PUT /admin/faults/{provider}.
+type Fault struct {
+	Mode Mode `json:"mode"`
+	// Status is the HTTP status of ModeUnavailable; 0 means 503.
+	Status int `json:"status,omitempty"`
+	// Delay is the wait of ModeSlow; 0 means 5s.
+	Delay time.Duration `json:"delay,omitempty"`
+}
+
+// ErrInjected is wrapped by every failure a fault makes, so that logs and tests can tell a
+// drill from an outage.
+var ErrInjected = errors.New("injected fault")
+
+// Validate reports an unknown mode or an out-of-range value.
+func (f Fault) Validate() error {
+	switch f.Mode {
+	case ModeNone, ModeTimeout, ModeMalformed:
+	case ModeUnavailable:
+		if f.Status != 0 && (f.Status < 400 || f.Status > 599) {
+			return fmt.Errorf("fault status %d is not an HTTP error status (400–599)", f.Status)
+		}
+	case ModeSlow:
+		if f.Delay < 0 {
+			return fmt.Errorf("fault delay %v is negative", f.Delay)
+		}
+	default:
+		return fmt.Errorf("unknown fault mode %q (want unavailable, timeout, slow or malformed)", f.Mode)
+	}
+	return nil
+}
+
+type faultJSON struct {
+	Mode   Mode   `json:"mode"`
+	Status int    `json:"status,omitempty"`
+	Delay  string `json:"delay,omitempty"`
+}
+
+// MarshalJSON writes Delay as a Go duration ("5s").
+func (f Fault) MarshalJSON() ([]byte, error) {
+	j := faultJSON{Mode: f.Mode, Status: f.Status}
+	if f.Delay > 0 {
+		j.Delay = f.Delay.String()
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads Delay as a Go duration ("5s", "700ms").
+func (f *Fault) UnmarshalJSON(b []byte) error {
+	var j faultJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	out := Fault{Mode: j.Mode, Status: j.Status}
+	if j.Delay != "" {
+		d, err := time.ParseDuration(j.Delay)
+		if err != nil {
+			return fmt.Errorf("delay: %w", err)
+		}
+		out.Delay = d
+	}
+	*f = out
+	return nil
+}
+
+// Provider wraps a provider with an injectable fault. It is safe for concurrent use.
+type Provider struct {
+	name  string
+	inner afloat.Provider
+	clock clockwork.Clock
+	fault atomic.Pointer[Fault]
+}
+
+var (
+	_ afloat.Provider = (*Provider)(nil)
+	_ afloat.Streamer = (*Provider)(nil)
+)
+
+// Wrap returns p with no fault set. name is the provider's name in the errors it makes; a
+// nil clock uses real time.
+func Wrap(name string, p afloat.Provider, clock clockwork.Clock) *Provider {
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	w := &Provider{name: name, inner: p, clock: clock}
+	w.fault.Store(&Fault{})
+	return w
+}
+
+// Set replaces the fault; the zero Fault clears it. It takes effect on the next call.
+func (p *Provider) Set(f Fault) error {
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	p.fault.Store(&f)
+	return nil
+}
+
+// Fault returns the fault in force.
+func (p *Provider) Fault() Fault { return *p.fault.Load() }
+
+// Inner returns the wrapped provider.
+func (p *Provider) Inner() afloat.Provider { return p.inner }
+
+// before applies the fault ahead of a call. It returns a response to answer with, an error
+// to fail with, or neither to go on with the call.
+func (p *Provider) before(ctx context.Context) (*afloat.Response, error) {
+	f := *p.fault.Load()
+	switch f.Mode {
+	case ModeUnavailable:
+		status := f.Status
+		if status == 0 {
+			status = 503
+		}
+		return nil, &afloat.ProviderError{Provider: p.name, Status: status, Kind: kindOf(status), Err: ErrInjected}
+	case ModeTimeout:
+		<-ctx.Done()
+		return nil, &afloat.ProviderError{Provider: p.name, Kind: afloat.Unavailable, Timeout: true, Err: fmt.Errorf("%w: %w", ErrInjected, ctx.Err())}
+	case ModeSlow:
+		delay := f.Delay
+		if delay == 0 {
+			delay = 5 * time.Second
+		}
+		t := p.clock.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.Chan():
+		case <-ctx.Done():
+			return nil, &afloat.ProviderError{Provider: p.name, Kind: afloat.Unavailable, Timeout: true, Err: fmt.Errorf("%w: %w", ErrInjected, ctx.Err())}
+		}
+	case ModeMalformed:
+		return &afloat.Response{Content: "I'm sorry, I can't produce that right now. Please try again later.", FinishReason: "stop"}, nil
+	}
+	return nil, nil
+}
+
+func kindOf(status int) afloat.Kind {
+	switch {
+	case status == 429:
+		return afloat.Throttled
+	case status == 401 || status == 402 || status == 403:
+		return afloat.Unusable
+	case status >= 500:
+		return afloat.Unavailable
+	}
+	return afloat.Contract
+}
+
+// Complete applies the fault, then calls the wrapped provider if the fault lets it.
+func (p *Provider) Complete(ctx context.Context, req *afloat.Request) (*afloat.Response, error) {
+	if resp, err := p.before(ctx); resp != nil || err != nil {
+		return resp, err
+	}
+	return p.inner.Complete(ctx, req)
+}
+
+// Stream applies the fault, then streams from the wrapped provider; a provider that cannot
+// stream answers in one chunk.
+func (p *Provider) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream, error) {
+	resp, err := p.before(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if resp == nil {
+		if s, ok := p.inner.(afloat.Streamer); ok {
+			return s.Stream(ctx, req)
+		}
+		if resp, err = p.inner.Complete(ctx, req); err != nil {
+			return nil, err
+		}
+	}
+	return afloat.StreamOf(resp), nil
+}
