@@ -1,0 +1,516 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/cascade"
+)
+
+// chatRequest is the part of OpenAI's chat completion request that afloat reads. Fields it
+// does not know are ignored; the unsupported ones of unsupportedParams are refused.
+type chatRequest struct {
+	Model               string              `json:"model"`
+	Messages            []chatMessage       `json:"messages"`
+	Tools               []chatTool          `json:"tools"`
+	ToolChoice          json.RawMessage     `json:"tool_choice"`
+	ResponseFormat      *chatResponseFormat `json:"response_format"`
+	MaxTokens           *int                `json:"max_tokens"`
+	MaxCompletionTokens *int                `json:"max_completion_tokens"`
+	Temperature         *float64            `json:"temperature"`
+	Stream              bool                `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	N          *int            `json:"n"`
+	Logprobs   *bool           `json:"logprobs"`
+	Functions  json.RawMessage `json:"functions"`
+	Modalities []string        `json:"modalities"`
+	Audio      json.RawMessage `json:"audio"`
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name,omitempty"`
+	ToolCalls  []chatToolCall  `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+type chatToolCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+type chatResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
+}
+
+// paramError is a request afloat cannot serve, naming the parameter.
+type paramError struct {
+	param string
+	msg   string
+}
+
+func (e *paramError) Error() string { return e.msg }
+
+func badParam(param, format string, args ...any) error {
+	return &paramError{param: param, msg: fmt.Sprintf(format, args...)}
+}
+
+// decodeChatRequest reads and checks an OpenAI chat completion request and turns it into
+// afloat's canonical form. Ignored parameters: top_p, frequency_penalty, presence_penalty,
+// seed, stop, user, metadata, store, service_tier, logit_bias, parallel_tool_calls and any
+// unknown field. Refused: n > 1, logprobs, functions (use tools), modalities other than
+// text, audio, and content parts other than text.
+func decodeChatRequest(body []byte) (*chatRequest, *afloat.Request, error) {
+	var cr chatRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&cr); err != nil {
+		return nil, nil, badParam("", "invalid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, nil, badParam("", "invalid JSON: more than one value in the body")
+	}
+	switch {
+	case cr.Model == "":
+		return nil, nil, badParam("model", "model is required: it names an afloat route")
+	case len(cr.Messages) == 0:
+		return nil, nil, badParam("messages", "messages must hold at least one message")
+	case cr.N != nil && *cr.N != 1:
+		return nil, nil, badParam("n", "n must be 1: afloat returns one choice")
+	case cr.Logprobs != nil && *cr.Logprobs:
+		return nil, nil, badParam("logprobs", "logprobs are not supported")
+	case len(cr.Functions) > 0 && string(cr.Functions) != "null":
+		return nil, nil, badParam("functions", "functions are not supported: use tools")
+	case len(cr.Audio) > 0 && string(cr.Audio) != "null":
+		return nil, nil, badParam("audio", "audio output is not supported")
+	}
+	for _, m := range cr.Modalities {
+		if m != "text" {
+			return nil, nil, badParam("modalities", "modality %q is not supported: only text", m)
+		}
+	}
+	req := &afloat.Request{}
+	for i, m := range cr.Messages {
+		msg, err := canonicalMessage(i, m)
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Messages = append(req.Messages, msg)
+	}
+	tools := map[string]bool{}
+	for i, t := range cr.Tools {
+		if t.Type != "function" {
+			return nil, nil, badParam(fmt.Sprintf("tools[%d].type", i), "tool type %q is not supported: only function", t.Type)
+		}
+		if t.Function.Name == "" {
+			return nil, nil, badParam(fmt.Sprintf("tools[%d].function.name", i), "a tool needs a name")
+		}
+		params := t.Function.Parameters
+		if len(params) > 0 && !json.Valid(params) {
+			return nil, nil, badParam(fmt.Sprintf("tools[%d].function.parameters", i), "parameters must be a JSON Schema object")
+		}
+		tools[t.Function.Name] = true
+		req.Tools = append(req.Tools, afloat.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: params})
+	}
+	if len(cr.ToolChoice) > 0 && string(cr.ToolChoice) != "null" {
+		tc, err := toolChoice(cr.ToolChoice, tools)
+		if err != nil {
+			return nil, nil, err
+		}
+		req.ToolChoice = tc
+	}
+	if rf := cr.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case "", "text":
+		case "json_object":
+			req.ResponseFormat = &afloat.ResponseFormat{Type: "json_object"}
+		case "json_schema":
+			if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 || string(rf.JSONSchema.Schema) == "null" {
+				return nil, nil, badParam("response_format.json_schema.schema", "a json_schema response format needs a schema")
+			}
+			name := rf.JSONSchema.Name
+			if name == "" {
+				name = "result"
+			}
+			req.ResponseFormat = &afloat.ResponseFormat{Type: "json_schema", Name: name, Schema: rf.JSONSchema.Schema,
+				Strict: rf.JSONSchema.Strict != nil && *rf.JSONSchema.Strict}
+		default:
+			return nil, nil, badParam("response_format.type", "response format %q is not supported: text, json_object or json_schema", rf.Type)
+		}
+	}
+	switch {
+	case cr.MaxCompletionTokens != nil:
+		req.MaxTokens = *cr.MaxCompletionTokens
+	case cr.MaxTokens != nil:
+		req.MaxTokens = *cr.MaxTokens
+	}
+	if req.MaxTokens < 0 {
+		return nil, nil, badParam("max_tokens", "max_tokens must not be negative")
+	}
+	if t := cr.Temperature; t != nil {
+		if *t < 0 || *t > 2 {
+			return nil, nil, badParam("temperature", "temperature must be between 0 and 2")
+		}
+		req.Temperature = t
+	}
+	return &cr, req, nil
+}
+
+func canonicalMessage(i int, m chatMessage) (afloat.Message, error) {
+	param := fmt.Sprintf("messages[%d]", i)
+	role := m.Role
+	switch role {
+	case "developer":
+		role = afloat.RoleSystem
+	case afloat.RoleSystem, afloat.RoleUser, afloat.RoleAssistant, afloat.RoleTool:
+	default:
+		return afloat.Message{}, badParam(param+".role", "role %q is not supported", m.Role)
+	}
+	text, err := messageText(m.Content)
+	if err != nil {
+		return afloat.Message{}, badParam(param+".content", "%v", err)
+	}
+	msg := afloat.Message{Role: role, Content: text, ToolCallID: m.ToolCallID, Name: m.Name}
+	if role == afloat.RoleTool && m.ToolCallID == "" {
+		return afloat.Message{}, badParam(param+".tool_call_id", "a tool message needs tool_call_id")
+	}
+	for j, tc := range m.ToolCalls {
+		args := json.RawMessage(tc.Function.Arguments)
+		if strings.TrimSpace(tc.Function.Arguments) == "" {
+			args = json.RawMessage("{}")
+		}
+		if !json.Valid(args) {
+			return afloat.Message{}, badParam(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), "arguments must be a JSON string")
+		}
+		msg.ToolCalls = append(msg.ToolCalls, afloat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+	}
+	return msg, nil
+}
+
+// messageText reads a message's content: a string, null, or an array of text parts.
+func messageText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("content must be a string or an array of content parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("content part %q is not supported: only text", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func toolChoice(raw json.RawMessage, tools map[string]bool) (*afloat.ToolChoice, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		switch s {
+		case "none", "auto", "required":
+			if s != "none" && len(tools) == 0 {
+				return nil, badParam("tool_choice", "tool_choice %q needs tools", s)
+			}
+			return &afloat.ToolChoice{Mode: s}, nil
+		}
+		return nil, badParam("tool_choice", "tool_choice %q: want none, auto, required or a function", s)
+	}
+	var obj struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil || obj.Type != "function" {
+		return nil, badParam("tool_choice", "tool_choice must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\": …}}")
+	}
+	if !tools[obj.Function.Name] {
+		return nil, badParam("tool_choice.function.name", "tool_choice names %q, which is not among the tools", obj.Function.Name)
+	}
+	return &afloat.ToolChoice{Mode: "tool", Name: obj.Function.Name}, nil
+}
+
+func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
+	if !jsonBody(w, r) {
+		return
+	}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	cr, req, err := decodeChatRequest(body)
+	if err != nil {
+		var pe *paramError
+		errors.As(err, &pe)
+		writeChatError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error(), pe.param)
+		return
+	}
+	route, ok := g.cfg.Routes[cr.Model]
+	if !ok {
+		writeChatError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
+			fmt.Sprintf("no route %q: the model field names an afloat route", cr.Model), "model")
+		return
+	}
+	if cr.Stream {
+		g.chatStream(w, r, cr, req, route)
+		return
+	}
+	rep, err := route.Complete(r.Context(), req)
+	if g.chatFailed(w, r, rep, err) {
+		return
+	}
+	setAfloatHeaders(w.Header(), rep.Source, rep.Provider, rep.Degraded)
+	writeJSON(w, http.StatusOK, chatCompletion(cr.Model, rep, g.clock.Now()))
+}
+
+// chatFailed answers a route call that produced no answer and reports whether it did.
+func (g *Gateway) chatFailed(w http.ResponseWriter, r *http.Request, rep *cascade.Reply, err error) bool {
+	var re *cascade.RequestError
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &re):
+		writeChatError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", re.Error(), re.Field)
+	case errors.Is(err, cascade.ErrExhausted):
+		reason := ""
+		if rep != nil {
+			reason = string(rep.Reason)
+		}
+		setAfloatHeaders(w.Header(), afloat.SourceUnavailable, "", true)
+		setRetryAfter(w, 30*time.Second)
+		writeChatError(w, http.StatusServiceUnavailable, "afloat_unavailable", "afloat_unavailable",
+			fmt.Sprintf("no model of this route could answer (reason %s); retry later", reason), "")
+	case r.Context().Err() != nil:
+		// The client left.
+	default:
+		g.log.Error("route failed", "err", err)
+		writeChatError(w, http.StatusInternalServerError, "server_error", "internal", "the route failed", "")
+	}
+	return true
+}
+
+func setAfloatHeaders(h http.Header, source afloat.Source, provider string, degraded bool) {
+	h.Set("X-Afloat-Source", string(source))
+	if provider != "" {
+		h.Set("X-Afloat-Provider", provider)
+	}
+	h.Set("X-Afloat-Degraded", strconv.FormatBool(degraded))
+}
+
+type completion struct {
+	ID      string         `json:"id"`
+	Object  string         `json:"object"`
+	Created int64          `json:"created"`
+	Model   string         `json:"model"`
+	Choices []choice       `json:"choices"`
+	Usage   *usageJSON     `json:"usage,omitempty"`
+	Afloat  map[string]any `json:"afloat,omitempty"`
+}
+
+type choice struct {
+	Index        int          `json:"index"`
+	Message      *choiceDelta `json:"message,omitempty"`
+	Delta        *choiceDelta `json:"delta,omitempty"`
+	FinishReason *string      `json:"finish_reason"`
+	Logprobs     *struct{}    `json:"logprobs"`
+}
+
+type choiceDelta struct {
+	Role      string         `json:"role,omitempty"`
+	Content   *string        `json:"content"`
+	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
+}
+
+type usageJSON struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func usageOf(u afloat.Usage) *usageJSON {
+	return &usageJSON{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "chatcmpl-" + hex.EncodeToString(b[:])
+}
+
+func toolCallsJSON(calls []afloat.ToolCall, indexed bool) []chatToolCall {
+	var out []chatToolCall
+	for i, c := range calls {
+		tc := chatToolCall{ID: c.ID, Type: "function"}
+		if indexed {
+			idx := i
+			tc.Index = &idx
+		}
+		tc.Function.Name = c.Name
+		tc.Function.Arguments = string(c.Arguments)
+		out = append(out, tc)
+	}
+	return out
+}
+
+func chatCompletion(model string, rep *cascade.Reply, now time.Time) completion {
+	resp := rep.Response
+	finish := resp.FinishReason
+	if finish == "" {
+		finish = "stop"
+		if len(resp.ToolCalls) > 0 {
+			finish = "tool_calls"
+		}
+	}
+	msg := &choiceDelta{Role: afloat.RoleAssistant, ToolCalls: toolCallsJSON(resp.ToolCalls, false)}
+	if resp.Content != "" || len(resp.ToolCalls) == 0 {
+		c := resp.Content
+		msg.Content = &c
+	}
+	return completion{
+		ID: newID(), Object: "chat.completion", Created: now.Unix(), Model: model,
+		Choices: []choice{{Index: 0, Message: msg, FinishReason: &finish}},
+		Usage:   usageOf(rep.Usage),
+		Afloat:  map[string]any{"source": rep.Source, "provider": rep.Provider, "tier": rep.Tier, "degraded": rep.Degraded, "reason": nullable(string(rep.Reason)), "attempts": rep.Attempts},
+	}
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// chatStream answers with server-sent events in OpenAI's chunk format. Until the first
+// chunk is written another tier may still answer; a failure after it ends the stream with an
+// error event and no [DONE], so that no client takes a cut answer for a whole one.
+func (g *Gateway) chatStream(w http.ResponseWriter, r *http.Request, cr *chatRequest, req *afloat.Request, route *cascade.Route) {
+	flusher, _ := w.(http.Flusher)
+	id, created := newID(), g.clock.Now().Unix()
+	started := false
+	finished := false
+	write := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	}
+	chunk := func(d *choiceDelta, finish *string) completion {
+		return completion{ID: id, Object: "chat.completion.chunk", Created: created, Model: cr.Model,
+			Choices: []choice{{Index: 0, Delta: d, FinishReason: finish}}}
+	}
+	emit := func(provider string, tier int, c afloat.Chunk) error {
+		if !started {
+			h := w.Header()
+			h.Set("Content-Type", "text/event-stream")
+			h.Set("Cache-Control", "no-cache")
+			h.Set("X-Accel-Buffering", "no")
+			setAfloatHeaders(h, afloat.SourceModel, provider, tier > 0)
+			w.WriteHeader(http.StatusOK)
+			started = true
+			empty := ""
+			if err := write(chunk(&choiceDelta{Role: afloat.RoleAssistant, Content: &empty}, nil)); err != nil {
+				return err
+			}
+		}
+		if c.Delta != "" || len(c.ToolCalls) > 0 {
+			d := &choiceDelta{ToolCalls: toolCallsJSON(c.ToolCalls, true)}
+			if c.Delta != "" {
+				text := c.Delta
+				d.Content = &text
+			}
+			if err := write(chunk(d, nil)); err != nil {
+				return err
+			}
+		}
+		if c.FinishReason != "" {
+			finished = true
+			f := c.FinishReason
+			return write(chunk(&choiceDelta{}, &f))
+		}
+		return nil
+	}
+	rep, err := route.Stream(r.Context(), req, emit)
+	if !started {
+		if g.chatFailed(w, r, rep, err) {
+			return
+		}
+		// An answer with nothing to stream still opens and ends a stream.
+		_ = emit(rep.Provider, rep.Tier, afloat.Chunk{})
+	}
+	var se *cascade.StreamError
+	switch {
+	case errors.As(err, &se):
+		g.log.Warn("stream cut after its first chunk", "route", cr.Model, "provider", se.Provider, "err", se.Err)
+		_ = write(map[string]apiError{"error": {Code: "stream_interrupted", Type: "afloat_stream_error",
+			Message: "the model's stream was cut before it finished; the answer is incomplete"}})
+		return
+	case err != nil:
+		return // the client left, or an error already answered
+	}
+	if !finished {
+		f := "stop"
+		if len(rep.Response.ToolCalls) > 0 {
+			f = "tool_calls"
+		}
+		if write(chunk(&choiceDelta{}, &f)) != nil {
+			return
+		}
+	}
+	if cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage {
+		if write(completion{ID: id, Object: "chat.completion.chunk", Created: created, Model: cr.Model, Choices: []choice{}, Usage: usageOf(rep.Usage)}) != nil {
+			return
+		}
+	}
+	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+}

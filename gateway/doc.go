@@ -1,0 +1,11 @@
+// Package gateway serves afloat over HTTP (shared/DESIGN.md §6): the typed task API
+// (POST /v1/tasks/{task}), an OpenAI-compatible chat endpoint over routes
+// (POST /v1/chat/completions, streaming included), review status for callers, the admin API
+// (status, flags, breakers, faults), /metrics, /healthz and /readyz.
+//
+// It is the only place that maps errors to HTTP statuses. Build it from a configured
+// runtime and serve its Handler:
+//
+//	gw, err := gateway.New(gateway.Config{Tasks: rt.Tasks, Routes: rt.Routes, Engine: rt.Engine, ...})
+//	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: gw.Handler()}
+package gateway

@@ -1,0 +1,43 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/afloat-dev/afloat/review"
+)
+
+// reviewView is the caller's view of a review item (shared/DESIGN.md §6).
+type reviewView struct {
+	ID        string          `json:"id"`
+	Task      string          `json:"task"`
+	Status    review.Status   `json:"status"`
+	CreatedAt time.Time       `json:"created_at"`
+	Result    json.RawMessage `json:"result"`
+}
+
+func (g *Gateway) reviewStatus(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if g.cfg.Review == nil {
+		writeError(w, http.StatusNotFound, "unknown_review", "no review "+id)
+		return
+	}
+	it, err := g.cfg.Review.Get(r.Context(), tenantFrom(r), id)
+	switch {
+	case errors.Is(err, review.ErrNotFound):
+		writeError(w, http.StatusNotFound, "unknown_review", "no review "+id)
+		return
+	case err != nil:
+		g.log.Error("review store read failed", "err", err)
+		setRetryAfter(w, 5*time.Second)
+		writeError(w, http.StatusServiceUnavailable, "review_unavailable", "the review store cannot be read; retry later")
+		return
+	}
+	v := reviewView{ID: it.ID, Task: it.Task, Status: it.Status, CreatedAt: it.CreatedAt.UTC(), Result: json.RawMessage("null")}
+	if it.Status == review.StatusResolved && len(it.Result) > 0 {
+		v.Result = it.Result
+	}
+	writeJSON(w, http.StatusOK, v)
+}

@@ -1,0 +1,308 @@
+package gateway
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/afloat-dev/afloat/cascade"
+	"github.com/afloat-dev/afloat/flags"
+	"github.com/afloat-dev/afloat/provider/fault"
+	"github.com/afloat-dev/afloat/review"
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// FlagStore is where the kill switches live: read on every call, replaced by PUT
+// /admin/flags. *flags.Memory implements it.
+type FlagStore interface {
+	flags.Source
+	// Set replaces the whole document; an invalid one is an error and changes nothing.
+	Set(ctx context.Context, doc *flags.Document) error
+}
+
+// Config configures a Gateway.
+type Config struct {
+	// Engine runs the tasks and routes; required.
+	Engine *cascade.Engine
+	// Tasks and Routes are served by name; nil serves none.
+	Tasks  map[string]*cascade.Task
+	Routes map[string]*cascade.Route
+	// Faults are the fault injectors of the providers, by name; nil disables
+	// /admin/faults.
+	Faults map[string]*fault.Provider
+	// Flags is the flag store the engine reads; nil disables /admin/flags.
+	Flags FlagStore
+	// Review is the queue behind GET /v1/reviews/{id}; nil answers 404 there.
+	Review review.Queue
+	// Tenants maps a tenant id to its client keys. Empty means open access: no key is
+	// asked for, and every call has the empty tenant (serve on loopback only).
+	Tenants map[string][]string
+	// AdminToken guards the admin API; "" turns the admin API off (404).
+	AdminToken string
+	// MaxBody caps request bodies. 0 means 1 MiB.
+	MaxBody int64
+	// Gatherer serves /metrics; nil serves an empty registry (never the global one).
+	Gatherer prometheus.Gatherer
+	// StateBackend names the state backend in /admin/status ("memory", "redis").
+	// "" means "memory".
+	StateBackend string
+	// Ready reports whether the gateway can take calls (its state backend and review store
+	// answer); nil means always ready.
+	Ready func(ctx context.Context) error
+	// Clock drives budgets and the idempotency cache; nil means real time.
+	Clock clockwork.Clock
+	// Logger receives one line per request and the errors; nil discards. Credentials
+	// never reach it.
+	Logger *slog.Logger
+}
+
+// Gateway is the HTTP face of afloat. It is safe for concurrent use.
+type Gateway struct {
+	cfg     Config
+	clock   clockwork.Clock
+	log     *slog.Logger
+	keys    []tenantKey
+	idem    *idempotency
+	handler http.Handler
+}
+
+type tenantKey struct {
+	tenant string
+	key    []byte
+}
+
+// New builds a Gateway.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Engine == nil {
+		return nil, errors.New("gateway: engine is required")
+	}
+	if cfg.MaxBody < 0 {
+		return nil, fmt.Errorf("gateway: max_body %d is negative", cfg.MaxBody)
+	}
+	if cfg.MaxBody == 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	if cfg.StateBackend == "" {
+		cfg.StateBackend = "memory"
+	}
+	if cfg.Gatherer == nil {
+		cfg.Gatherer = prometheus.NewRegistry()
+	}
+	g := &Gateway{cfg: cfg, clock: cfg.Clock, log: cfg.Logger}
+	if g.clock == nil {
+		g.clock = clockwork.NewRealClock()
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	for tenant, keys := range cfg.Tenants {
+		for _, k := range keys {
+			if k == "" {
+				return nil, fmt.Errorf("gateway: tenant %q has an empty key", tenant)
+			}
+			g.keys = append(g.keys, tenantKey{tenant: tenant, key: []byte(k)})
+		}
+	}
+	g.idem = newIdempotency(g.clock, 24*time.Hour, 10000)
+
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/tasks/{task}", g.client(http.HandlerFunc(g.task)))
+	mux.Handle("POST /v1/chat/completions", g.client(http.HandlerFunc(g.chat)))
+	mux.Handle("GET /v1/reviews/{id}", g.client(http.HandlerFunc(g.reviewStatus)))
+	mux.Handle("GET /admin/status", g.admin(http.HandlerFunc(g.status)))
+	mux.Handle("GET /admin/flags", g.admin(http.HandlerFunc(g.getFlags)))
+	mux.Handle("PUT /admin/flags", g.admin(http.HandlerFunc(g.putFlags)))
+	mux.Handle("PUT /admin/breakers/{provider}", g.admin(http.HandlerFunc(g.putBreaker)))
+	mux.Handle("PUT /admin/faults/{provider}", g.admin(http.HandlerFunc(g.putFault)))
+	mux.Handle("DELETE /admin/faults/{provider}", g.admin(http.HandlerFunc(g.deleteFault)))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", g.ready)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	g.handler = g.recover(g.accessLog(mux))
+	return g, nil
+}
+
+// Handler returns the gateway's http.Handler.
+func (g *Gateway) Handler() http.Handler { return g.handler }
+
+type ctxKey int
+
+const tenantCtx ctxKey = 0
+
+// client authenticates a client call by its tenant key (when tenants are configured) and
+// bounds its body.
+func (g *Gateway) client(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant := ""
+		if len(g.keys) > 0 {
+			key, ok := bearer(r)
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="afloat"`)
+				writeError(w, http.StatusUnauthorized, "unauthorized", "missing client key: send Authorization: Bearer <key>")
+				return
+			}
+			if tenant, ok = g.tenantOf(key); !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="afloat"`)
+				writeError(w, http.StatusUnauthorized, "unauthorized", "unknown client key")
+				return
+			}
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, g.cfg.MaxBody)
+		ctx := context.WithValue(r.Context(), tenantCtx, tenant)
+		ctx = cascade.WithTenant(ctx, tenant)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// tenantOf finds the tenant of key, comparing in constant time against every key so that
+// the time taken says nothing about which key came close.
+func (g *Gateway) tenantOf(key string) (string, bool) {
+	found, tenant := 0, ""
+	kb := []byte(key)
+	for _, k := range g.keys {
+		if subtle.ConstantTimeCompare(kb, k.key) == 1 {
+			found, tenant = 1, k.tenant
+		}
+	}
+	return tenant, found == 1
+}
+
+func tenantFrom(r *http.Request) string {
+	s, _ := r.Context().Value(tenantCtx).(string)
+	return s
+}
+
+// admin guards the admin API with the admin token; without one the API does not exist.
+func (g *Gateway) admin(next http.Handler) http.Handler {
+	token := []byte(g.cfg.AdminToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(token) == 0 {
+			writeError(w, http.StatusNotFound, "admin_disabled", "the admin API is off: set server.admin_token to turn it on")
+			return
+		}
+		got, ok := bearer(r)
+		if !ok || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="afloat-admin"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong admin token")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, g.cfg.MaxBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// jsonBody checks that a request carries JSON.
+func jsonBody(w http.ResponseWriter, r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf("content type %q: send application/json", ct))
+		return false
+	}
+	return true
+}
+
+// statusWriter remembers the status for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// accessLog writes one line per request: method, path, status, duration, tenant. Headers
+// and bodies are never logged, so no credential can reach the log.
+func (g *Gateway) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if r.URL.Path == "/metrics" || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			return
+		}
+		g.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", sw.status), slog.Duration("took", time.Since(start)))
+	})
+}
+
+// recover turns a panic in a handler into a 500 and a log line, not a dead process.
+func (g *Gateway) recover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				g.log.Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				writeError(w, http.StatusInternalServerError, "internal", "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (g *Gateway) ready(w http.ResponseWriter, r *http.Request) {
+	if g.cfg.Ready != nil {
+		if err := g.cfg.Ready(r.Context()); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

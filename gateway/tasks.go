@@ -1,0 +1,174 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/cascade"
+	"github.com/afloat-dev/afloat/latency"
+)
+
+// taskRequest is the body of POST /v1/tasks/{task}.
+type taskRequest struct {
+	Input    map[string]any `json:"input"`
+	BudgetMS *int64         `json:"budget_ms"`
+}
+
+// decodeTaskRequest reads a task call's body. Errors are meant for the caller.
+func decodeTaskRequest(body []byte) (*taskRequest, error) {
+	var req taskRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(&req); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("invalid JSON: more than one value in the body")
+	}
+	if req.Input == nil {
+		return nil, errors.New(`"input" is required and must be an object`)
+	}
+	if req.BudgetMS != nil && *req.BudgetMS <= 0 {
+		return nil, errors.New(`"budget_ms" must be a positive number of milliseconds`)
+	}
+	return &req, nil
+}
+
+func (g *Gateway) task(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("task")
+	t, ok := g.cfg.Tasks[name]
+	if !ok {
+		writeError(w, http.StatusNotFound, "unknown_task", fmt.Sprintf("no task %q", name))
+		return
+	}
+	if !jsonBody(w, r) {
+		return
+	}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		g.runTask(w, r, t, body)
+		return
+	}
+	if len(key) > 255 {
+		writeError(w, http.StatusBadRequest, "invalid_idempotency_key", "Idempotency-Key is longer than 255 characters")
+		return
+	}
+	entry, first := g.idem.begin(tenantFrom(r)+"\x00task\x00"+name+"\x00"+key, body)
+	if entry == nil {
+		writeError(w, http.StatusUnprocessableEntity, "idempotency_key_reused", "this Idempotency-Key was used with another body")
+		return
+	}
+	if !first {
+		select {
+		case <-entry.done:
+		case <-r.Context().Done():
+			return
+		}
+		if entry.status == 0 {
+			writeError(w, http.StatusConflict, "idempotency_retry", "the first call with this Idempotency-Key did not finish; retry")
+			return
+		}
+		for k, v := range entry.header {
+			w.Header()[k] = v
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.WriteHeader(entry.status)
+		_, _ = w.Write(entry.payload)
+		return
+	}
+	rec := &recorder{header: http.Header{}}
+	g.runTask(rec, r, t, body)
+	status := rec.status
+	if r.Context().Err() != nil {
+		status = 0
+	}
+	g.idem.finish(entry, status, rec.header, rec.body)
+	for k, v := range rec.header {
+		w.Header()[k] = v
+	}
+	if rec.status != 0 {
+		w.WriteHeader(rec.status)
+		_, _ = w.Write(rec.body)
+	}
+}
+
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body over %d bytes", mbe.Limit))
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, "bad_body", "could not read the body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// runTask runs one task call and writes the envelope with the status of its policy.
+func (g *Gateway) runTask(w http.ResponseWriter, r *http.Request, t *cascade.Task, body []byte) {
+	req, err := decodeTaskRequest(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	ctx := r.Context()
+	if req.BudgetMS != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = latency.WithBudget(ctx, g.clock, time.Duration(*req.BudgetMS)*time.Millisecond)
+		defer cancel()
+	}
+	res, err := t.RunJSON(ctx, afloat.Input(req.Input))
+	var ie *cascade.InputError
+	switch {
+	case errors.As(err, &ie):
+		writeError(w, http.StatusBadRequest, "invalid_input", ie.Error())
+	case errors.Is(err, afloat.ErrBlocked):
+		setRetryAfter(w, 30*time.Second)
+		writeError(w, http.StatusServiceUnavailable, "blocked",
+			fmt.Sprintf("task %s is unavailable and fails closed: no model could answer (reason %s); retry later", t.Name(), res.Reason))
+	case errors.Is(err, afloat.ErrReviewUnavailable):
+		setRetryAfter(w, 30*time.Second)
+		g.log.Error("review queue cannot commit", "task", t.Name(), "err", err)
+		writeError(w, http.StatusServiceUnavailable, "review_unavailable",
+			fmt.Sprintf("task %s needs human review but the review queue cannot take the item; it was not queued, retry later", t.Name()))
+	case err != nil && r.Context().Err() != nil:
+		// The client left; nobody reads an answer.
+	case err != nil:
+		g.log.Error("task failed", "task", t.Name(), "err", err)
+		writeError(w, http.StatusInternalServerError, "internal", "the task failed: "+err.Error())
+	case res.Source == afloat.SourceHuman:
+		w.Header().Set("Location", "/v1/reviews/"+res.ReviewID)
+		writeJSON(w, http.StatusAccepted, humanEnvelope{Result: res, StatusURL: "/v1/reviews/" + res.ReviewID})
+	default:
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// humanEnvelope adds the review's status URL to a 202 envelope.
+type humanEnvelope struct {
+	afloat.Result[json.RawMessage]
+	StatusURL string
+}
+
+func (h humanEnvelope) MarshalJSON() ([]byte, error) {
+	b, err := h.Result.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	extra, _ := json.Marshal(h.StatusURL)
+	return append(append(append(b[:len(b)-1:len(b)-1], `,"status_url":`...), extra...), '}'), nil
+}
