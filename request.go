@@ -79,13 +79,20 @@ type Usage struct {
 	Currency     string  `json:"currency,omitempty"`
 }
 
-// Add returns the sum of u and v. The currency of the first non-empty one is kept.
+// MixedCurrency is the Currency of a sum of costs in different currencies; its Cost is
+// then the plain sum of the amounts, which means little: read the per-provider metrics.
+const MixedCurrency = "mixed"
+
+// Add returns the sum of u and v.
 func (u Usage) Add(v Usage) Usage {
 	u.InputTokens += v.InputTokens
 	u.OutputTokens += v.OutputTokens
 	u.Cost += v.Cost
-	if u.Currency == "" {
+	switch {
+	case u.Currency == "":
 		u.Currency = v.Currency
+	case v.Currency != "" && v.Currency != u.Currency:
+		u.Currency = MixedCurrency
 	}
 	return u
 }

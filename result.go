@@ -157,7 +157,8 @@ type Result[T any] struct {
 	Usage Usage
 }
 
-// HasValue reports whether Value holds an answer (a model's, a heuristic's or an operator's).
+// HasValue reports whether Value holds an answer: a model's or a heuristic's. (An
+// operator's answer arrives later, through the review queue.)
 func (r *Result[T]) HasValue() bool {
 	return r.Source == SourceModel || r.Source == SourceHeuristic
 }

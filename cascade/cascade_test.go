@@ -112,7 +112,7 @@ func TestContractViolationReasksThenDowngradesAndNeverTrips(t *testing.T) {
 	}
 	reask := fx.fakes["p0"].reqs[1]
 	last := reask.Messages[len(reask.Messages)-1]
-	if last.Role != afloat.RoleUser || !strings.Contains(last.Content, "JSON Schema") || !strings.Contains(last.Content, "extract") && !strings.Contains(last.Content, "JSON") {
+	if last.Role != afloat.RoleUser || !strings.Contains(last.Content, "JSON Schema") || !strings.Contains(last.Content, "no JSON object") {
 		t.Fatalf("re-ask message %q", last.Content)
 	}
 	if prev := reask.Messages[len(reask.Messages)-2]; prev.Role != afloat.RoleAssistant || prev.Content != "Извините, не могу помочь." {

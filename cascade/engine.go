@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -123,6 +124,9 @@ type Engine struct {
 	latency   *latency.Set
 	upstreams map[string]*upstream
 	order     []string
+
+	namesMu sync.Mutex
+	names   map[string]bool // task and route names: one namespace, as metrics and flags share it
 }
 
 // upstream is a provider with its shared guards.
@@ -154,7 +158,7 @@ func (u *upstream) release() { u.inFlight.Add(-1) }
 func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		clock: cfg.Clock, flags: cfg.Flags, review: cfg.Review, metrics: cfg.Metrics, log: cfg.Logger,
-		latency: latency.NewSet(), upstreams: map[string]*upstream{},
+		latency: latency.NewSet(), upstreams: map[string]*upstream{}, names: map[string]bool{},
 	}
 	if e.clock == nil {
 		e.clock = clockwork.NewRealClock()
@@ -281,4 +285,41 @@ func WithTenant(ctx context.Context, tenant string) context.Context {
 func Tenant(ctx context.Context) string {
 	s, _ := ctx.Value(tenantKey{}).(string)
 	return s
+}
+
+// claimName reserves a task or route name.
+func (e *Engine) claimName(name string) error {
+	e.namesMu.Lock()
+	defer e.namesMu.Unlock()
+	if e.names[name] {
+		return fmt.Errorf("a task or route named %q exists already", name)
+	}
+	e.names[name] = true
+	return nil
+}
+
+type callerBoundKey struct{}
+
+// withBudget puts the call's budget in ctx. When the caller's own deadline is the earlier
+// one, ctx is marked: a cut by that deadline says nothing about the provider's health, so it
+// does not move the breaker.
+func (e *Engine) withBudget(ctx context.Context, budget time.Duration) (context.Context, context.CancelFunc) {
+	bound := false
+	if d, ok := ctx.Deadline(); ok && d.Before(e.clock.Now().Add(budget)) {
+		bound = true
+	}
+	ctx, cancel := latency.WithBudget(ctx, e.clock, budget)
+	if bound {
+		ctx = context.WithValue(ctx, callerBoundKey{}, true)
+	}
+	return ctx, cancel
+}
+
+// notProviders reports whether a failed attempt says nothing about the provider: the caller
+// left, or the caller's own deadline (not the task's budget, not the read timeout) cut it.
+func notProviders(ctx context.Context, deadlineCut bool) bool {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return true
+	}
+	return deadlineCut && ctx.Value(callerBoundKey{}) != nil
 }

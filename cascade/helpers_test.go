@@ -122,16 +122,3 @@ func (fx *fixture) task(t testing.TB, mod func(*TaskConfig)) *Task {
 	}
 	return task
 }
-
-// advanceUntil advances the fake clock in steps until done is closed.
-func advanceUntil(clk *clockwork.FakeClock, step time.Duration, done <-chan struct{}) {
-	for {
-		select {
-		case <-done:
-			return
-		default:
-			clk.Advance(step)
-			time.Sleep(50 * time.Microsecond) // let the run goroutine reach its next wait; time is the fake clock's
-		}
-	}
-}

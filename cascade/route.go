@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
 	"time"
 
@@ -96,19 +97,27 @@ type Reply struct {
 
 // Route is a configured route. It is safe for concurrent use.
 type Route struct {
-	e          *Engine
-	name       string
-	crit       afloat.Criticality
-	budget     time.Duration
-	maxReasks  int
-	tiers      []tier
-	systems    []*template.Template
-	modes      []SystemMode
-	okRequests prometheus.Counter
-	shareGauge prometheus.Gauge
-	share      *shareWindow
-	contracts  sync.Map // schema text → *normalize.Contract
+	e           *Engine
+	name        string
+	crit        afloat.Criticality
+	budget      time.Duration
+	maxReasks   int
+	tiers       []tier
+	systems     []*template.Template
+	modes       []SystemMode
+	okRequests  prometheus.Counter
+	shareGauge  prometheus.Gauge
+	share       *shareWindow
+	contractsMu sync.Mutex
+	contracts   map[string]*normalize.Contract // schema text → compiled; at most maxContracts
 }
+
+// maxContracts bounds the compiled response-format schemas a route keeps; maxSchema bounds
+// the size of one. Schemas come from clients: neither may grow without limit.
+const (
+	maxContracts = 64
+	maxSchema    = 64 << 10
+)
 
 // Route builds a route over the engine's providers.
 func (e *Engine) Route(cfg RouteConfig) (*Route, error) {
@@ -130,7 +139,8 @@ func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
 	case cfg.Budget < 0:
 		return nil, fmt.Errorf("budget %v is negative", cfg.Budget)
 	}
-	r := &Route{e: e, name: cfg.Name, crit: cfg.Criticality, budget: cfg.Budget, maxReasks: cfg.MaxReasks, share: newShareWindow(e.clock)}
+	r := &Route{e: e, name: cfg.Name, crit: cfg.Criticality, budget: cfg.Budget, maxReasks: cfg.MaxReasks,
+		share: newShareWindow(e.clock), contracts: map[string]*normalize.Contract{}}
 	if r.budget == 0 {
 		r.budget = 30 * time.Second
 	}
@@ -146,6 +156,9 @@ func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
 			return nil, err
 		}
 		tr.maxTokens, tr.temperature = rt.MaxTokens, rt.Temperature
+		if tr.streamEst, err = e.latency.Estimator(tr.up.name, cfg.Name+"/stream", tr.up.timeouts); err != nil {
+			return nil, err
+		}
 		var sys *template.Template
 		if rt.System != "" {
 			sys, err = template.New(cfg.Name + "/" + rt.Provider).Option("missingkey=error").Parse(rt.System)
@@ -167,6 +180,9 @@ func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
 		r.tiers = append(r.tiers, tr)
 		r.systems = append(r.systems, sys)
 		r.modes = append(r.modes, mode)
+	}
+	if err := e.claimName(cfg.Name); err != nil {
+		return nil, err
 	}
 	r.okRequests, r.shareGauge = e.initSeries(cfg.Name, r.tiers)
 	return r, nil
@@ -233,15 +249,26 @@ func (r *Route) contract(in *afloat.Request) (*normalize.Contract, error) {
 	if rf == nil || rf.Type != "json_schema" || len(rf.Schema) == 0 {
 		return nil, nil
 	}
+	if len(rf.Schema) > maxSchema {
+		return nil, &RequestError{Field: "response_format.json_schema.schema", Problem: fmt.Sprintf("schema over %d bytes", maxSchema)}
+	}
 	key := string(rf.Schema)
-	if c, ok := r.contracts.Load(key); ok {
-		return c.(*normalize.Contract), nil
+	r.contractsMu.Lock()
+	c, ok := r.contracts[key]
+	r.contractsMu.Unlock()
+	if ok {
+		return c, nil
 	}
 	c, err := normalize.Compile(r.name, rf.Schema)
 	if err != nil {
 		return nil, &RequestError{Field: "response_format.json_schema.schema", Problem: err.Error()}
 	}
-	r.contracts.Store(key, c)
+	r.contractsMu.Lock()
+	if len(r.contracts) >= maxContracts {
+		clear(r.contracts) // a client cycling schemas pays for compiling; memory stays bounded
+	}
+	r.contracts[key] = c
+	r.contractsMu.Unlock()
 	return c, nil
 }
 
@@ -265,7 +292,7 @@ func (r *Route) Complete(ctx context.Context, in *afloat.Request) (*Reply, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := latency.WithBudget(ctx, r.e.clock, r.budget)
+	ctx, cancel := r.e.withBudget(ctx, r.budget)
 	defer cancel()
 	log := afloat.Result[json.RawMessage]{Tier: -1}
 	if !r.allowed(ctx) {
@@ -278,7 +305,7 @@ func (r *Route) Complete(ctx context.Context, in *afloat.Request) (*Reply, error
 		if err != nil {
 			r.e.addAttempt(&log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
 		} else if resp, outcome := r.ask(ctx, tr, req, contract, &log); outcome == afloat.OutcomeOK {
-			return r.answered(log, tr, resp, start), nil
+			return r.answered(log, tr, resp, start, tr.idx > 0), nil
 		}
 		if i == 0 {
 			log.Reason = afloat.Reason(log.Attempts[len(log.Attempts)-1].Outcome)
@@ -339,9 +366,9 @@ func (r *Route) allowed(ctx context.Context) bool {
 	return doc.Allow(r.name, Tenant(ctx))
 }
 
-func (r *Route) answered(log afloat.Result[json.RawMessage], tr *tier, resp *afloat.Response, start time.Time) *Reply {
+func (r *Route) answered(log afloat.Result[json.RawMessage], tr *tier, resp *afloat.Response, start time.Time, degraded bool) *Reply {
 	rep := &Reply{
-		Route: r.name, Response: resp, Source: afloat.SourceModel, Degraded: tr.idx > 0, Reason: log.Reason,
+		Route: r.name, Response: resp, Source: afloat.SourceModel, Degraded: degraded, Reason: log.Reason,
 		Provider: tr.up.name, Tier: tr.idx, Attempts: log.Attempts, Usage: log.Usage,
 	}
 	r.finish(rep, start)
@@ -367,13 +394,18 @@ func (r *Route) finish(rep *Reply, start time.Time) {
 	r.shareGauge.Set(r.share.record(rep.Degraded))
 }
 
+// EmitFunc passes one chunk of a streamed answer to the client, with the provider and tier
+// it comes from (the first call tells the client who answers). An error means the client
+// is gone.
+type EmitFunc func(provider string, tier int, c afloat.Chunk) error
+
 // Stream runs the route for one chat request and passes the answer to emit as it arrives.
 // Until emit is first called another tier may still answer: a tier whose stream fails before
 // its first chunk is skipped like a failed call. Once a chunk went out, a failure ends the
 // call with a *StreamError. With a json_schema response format the answer is checked whole
 // first (re-asked or passed on to the next tier like Complete's) and then emitted. An error
 // from emit (the client left) stops the call and is returned.
-func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit func(afloat.Chunk) error) (*Reply, error) {
+func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (*Reply, error) {
 	contract, err := r.contract(in)
 	if err != nil {
 		return nil, err
@@ -385,7 +417,7 @@ func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit func(afloat
 		}
 		resp := rep.Response
 		u := rep.Usage
-		if err := emit(afloat.Chunk{Delta: resp.Content, ToolCalls: resp.ToolCalls, FinishReason: resp.FinishReason, Usage: &u}); err != nil {
+		if err := emit(rep.Provider, rep.Tier, afloat.Chunk{Delta: resp.Content, ToolCalls: resp.ToolCalls, FinishReason: resp.FinishReason, Usage: &u}); err != nil {
 			return rep, err
 		}
 		return rep, nil
@@ -394,7 +426,7 @@ func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit func(afloat
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := latency.WithBudget(ctx, r.e.clock, r.budget)
+	ctx, cancel := r.e.withBudget(ctx, r.budget)
 	defer cancel()
 	log := afloat.Result[json.RawMessage]{Tier: -1}
 	if !r.allowed(ctx) {
@@ -408,9 +440,17 @@ func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit func(afloat
 			r.e.addAttempt(&log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
 		} else {
 			resp, err := r.e.stream(ctx, tr, req, &log, emit)
-			if resp != nil {
-				rep := r.answered(log, tr, resp, start)
+			var se *StreamError
+			if errors.As(err, &se) {
+				// Cut after the first byte: the client got part of an answer.
+				if i == 0 {
+					log.Reason = afloat.Reason(log.Attempts[len(log.Attempts)-1].Outcome)
+				}
+				rep := r.answered(log, tr, resp, start, true)
 				return rep, err
+			}
+			if resp != nil {
+				return r.answered(log, tr, resp, start, tr.idx > 0), err
 			}
 		}
 		if i == 0 {
@@ -423,11 +463,12 @@ func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit func(afloat
 	return r.exhausted(log, start)
 }
 
-// stream makes one streamed attempt on a tier: the gates, then the stream with the read
-// timeout bounding the wait for the first chunk. It returns nil before any chunk was emitted
-// (the next tier may answer); after that, the assembled response, with a *StreamError or
-// emit's error when the stream did not end cleanly.
-func (e *Engine) stream(ctx context.Context, tr *tier, req *afloat.Request, log *afloat.Result[json.RawMessage], emit func(afloat.Chunk) error) (*afloat.Response, error) {
+// stream makes one streamed attempt on a tier: the gates, then the stream, with the read
+// timeout bounding the wait for the first chunk and then each gap between chunks. It
+// returns nil before any chunk was emitted (the next tier may answer); after that, the
+// assembled response, with a *StreamError or emit's error when the stream did not end
+// cleanly.
+func (e *Engine) stream(ctx context.Context, tr *tier, req *afloat.Request, log *afloat.Result[json.RawMessage], emit EmitFunc) (*afloat.Response, error) {
 	clk := e.clock
 	u := tr.up
 	sp, canStream := u.p.(afloat.Streamer)
@@ -438,14 +479,14 @@ func (e *Engine) stream(ctx context.Context, tr *tier, req *afloat.Request, log 
 		}
 		tr.attempts[afloat.OutcomeOK].Inc()
 		uu := resp.Usage
-		return resp, emit(afloat.Chunk{Delta: resp.Content, ToolCalls: resp.ToolCalls, FinishReason: resp.FinishReason, Usage: &uu})
+		return resp, emit(u.name, tr.idx, afloat.Chunk{Delta: resp.Content, ToolCalls: resp.ToolCalls, FinishReason: resp.FinishReason, Usage: &uu})
 	}
 	permit, err := u.br.Allow(ctx)
 	if err != nil {
 		e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeCircuitOpen})
 		return nil, nil
 	}
-	read := tr.est.ReadTimeout()
+	read := tr.streamEst.ReadTimeout()
 	timeout, ok := latency.AttemptTimeout(ctx, clk, read, u.minAttempt)
 	if !ok {
 		permit.Cancel(ctx)
@@ -463,37 +504,35 @@ func (e *Engine) stream(ctx context.Context, tr *tier, req *afloat.Request, log 
 	began := clk.Now()
 	sctx, scancel := context.WithCancel(ctx)
 	defer scancel()
-	var cutFirst bool
-	var mu sync.Mutex
-	firstTimer := clk.AfterFunc(timeout, func() {
-		mu.Lock()
-		cutFirst = true
-		mu.Unlock()
+	var cut atomic.Bool
+	timer := clk.AfterFunc(timeout, func() {
+		cut.Store(true)
 		scancel()
 	})
-	fail := func(err error) {
-		firstTimer.Stop()
-		mu.Lock()
-		cut := cutFirst
-		mu.Unlock()
-		took := clk.Since(began)
-		if cut && !afloat.IsTimeout(err) {
+	defer timer.Stop()
+
+	// failed records a failed stream and whether it may count against the provider.
+	failed := func(err error, took time.Duration, first bool) error {
+		if cut.Load() && !afloat.IsTimeout(err) {
 			err = &afloat.ProviderError{Provider: u.name, Kind: afloat.Unavailable, Timeout: true, Err: err}
 		}
-		if errors.Is(ctx.Err(), context.Canceled) {
+		outcome := afloat.OutcomeError(err)
+		switch {
+		case notProviders(ctx, cut.Load() && timeout < read):
 			permit.Cancel(ctx)
-		} else {
+		default:
 			permit.Done(ctx, err)
-			if cut && timeout == read {
-				tr.est.ObserveTimeout(took)
+			if first && cut.Load() && timeout == read {
+				tr.streamEst.ObserveTimeout(took)
 			}
 		}
-		e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeError(err), Latency: took, Error: err.Error()})
+		e.addAttempt(log, tr, afloat.Attempt{Outcome: outcome, Latency: took, Error: err.Error()})
+		return err
 	}
 
 	s, err := sp.Stream(sctx, req)
 	if err != nil {
-		fail(err)
+		failed(err, clk.Since(began), true)
 		return nil, nil
 	}
 	defer s.Close()
@@ -503,19 +542,21 @@ func (e *Engine) stream(ctx context.Context, tr *tier, req *afloat.Request, log 
 	var firstAt time.Duration
 	for {
 		c, err := s.Recv()
+		if !timer.Stop() && err == nil {
+			// The timer fired as the chunk arrived: the stream's context is gone already.
+			err = &afloat.ProviderError{Provider: u.name, Kind: afloat.Unavailable, Timeout: true, Err: context.Canceled}
+		}
 		if errors.Is(err, io.EOF) {
-			firstTimer.Stop()
 			break
 		}
 		if err != nil {
+			err = failed(err, clk.Since(began), !emitted)
 			if !emitted {
-				fail(err)
 				return nil, nil
 			}
-			// After the first byte no other tier may answer: count it and cut the stream.
-			permit.Done(ctx, err)
-			e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeError(err), Latency: clk.Since(began), Error: err.Error()})
+			// After the first byte no other tier may answer: the stream is cut.
 			resp.Content = b.String()
+			e.account(tr, log, resp)
 			return resp, &StreamError{Provider: u.name, Err: err}
 		}
 		if c.Usage != nil {
@@ -526,18 +567,19 @@ func (e *Engine) stream(ctx context.Context, tr *tier, req *afloat.Request, log 
 		}
 		resp.ToolCalls = append(resp.ToolCalls, c.ToolCalls...)
 		b.WriteString(c.Delta)
-		if !emitted && c.Delta == "" && len(c.ToolCalls) == 0 && c.FinishReason == "" {
-			continue // nothing to show yet: keep the fallback open
+		if emitted || c.Delta != "" || len(c.ToolCalls) > 0 || c.FinishReason != "" {
+			if !emitted {
+				emitted, firstAt = true, clk.Since(began)
+			}
+			if err := emit(u.name, tr.idx, c); err != nil {
+				permit.Cancel(ctx) // the client left: nothing to say about the provider
+				resp.Content = b.String()
+				e.account(tr, log, resp)
+				return resp, err
+			}
 		}
-		if !emitted {
-			firstTimer.Stop()
-			emitted, firstAt = true, clk.Since(began)
-		}
-		if err := emit(c); err != nil {
-			permit.Cancel(ctx)
-			resp.Content = b.String()
-			return resp, err
-		}
+		// Wait for the next chunk at most the read timeout: a stalled stream is cut.
+		timer.Reset(read)
 	}
 	took := clk.Since(began)
 	resp.Content = b.String()
@@ -545,21 +587,26 @@ func (e *Engine) stream(ctx context.Context, tr *tier, req *afloat.Request, log 
 	if !emitted {
 		firstAt = took
 	}
-	// The read timeout bounds the wait for the first chunk: that is what it learns from.
-	tr.est.Observe(firstAt)
+	tr.streamEst.Observe(firstAt)
 	tr.latency.Observe(took.Seconds())
-	usage := resp.Usage
-	usage.Cost, usage.Currency = u.price.cost(usage), u.price.Currency
-	tr.tokens.Add(float64(usage.InputTokens + usage.OutputTokens))
-	tr.cost.Add(usage.Cost)
-	log.Usage = log.Usage.Add(usage)
+	e.account(tr, log, resp)
 	e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeOK, Latency: took})
 	tr.attempts[afloat.OutcomeOK].Inc()
 	if !emitted {
 		// An empty answer still finishes the stream.
-		if err := emit(afloat.Chunk{FinishReason: resp.FinishReason, Usage: &usage}); err != nil {
+		usage := resp.Usage
+		if err := emit(u.name, tr.idx, afloat.Chunk{FinishReason: resp.FinishReason, Usage: &usage}); err != nil {
 			return resp, err
 		}
 	}
 	return resp, nil
+}
+
+// account adds a response's usage and cost to the call's log and the tier's metrics.
+func (e *Engine) account(tr *tier, log *afloat.Result[json.RawMessage], resp *afloat.Response) {
+	usage := resp.Usage
+	usage.Cost, usage.Currency = tr.up.price.cost(usage), tr.up.price.Currency
+	tr.tokens.Add(float64(usage.InputTokens + usage.OutputTokens))
+	tr.cost.Add(usage.Cost)
+	log.Usage = log.Usage.Add(usage)
 }

@@ -33,7 +33,7 @@ func (t *Task) RunJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	ctx, cancel := latency.WithBudget(ctx, clk, t.budget)
+	ctx, cancel := t.e.withBudget(ctx, t.budget)
 	defer cancel()
 
 	doc, err := t.e.flags.Flags(ctx)
@@ -157,11 +157,7 @@ func (e *Engine) call(ctx context.Context, tr *tier, req *afloat.Request, reask 
 			permit.Done(ctx, nil)
 			tr.est.Observe(took)
 			tr.latency.Observe(took.Seconds())
-			usage := resp.Usage
-			usage.Cost, usage.Currency = u.price.cost(usage), u.price.Currency
-			tr.tokens.Add(float64(usage.InputTokens + usage.OutputTokens))
-			tr.cost.Add(usage.Cost)
-			res.Usage = res.Usage.Add(usage)
+			e.account(tr, res, resp)
 			e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeOK, Latency: took, Reask: reask})
 			return resp, afloat.OutcomeOK
 		}
@@ -175,6 +171,11 @@ func (e *Engine) call(ctx context.Context, tr *tier, req *afloat.Request, reask 
 		if cut && !afloat.IsTimeout(err) {
 			// Our read timeout or the deadline cut the call, whatever the adapter made of it.
 			err = &afloat.ProviderError{Provider: u.name, Kind: afloat.Unavailable, Timeout: true, Err: err}
+		}
+		if notProviders(ctx, cut && timeout < read) {
+			permit.Cancel(ctx)
+			e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeTimeout, Latency: took, Reask: reask, Error: "cut by the caller's deadline"})
+			return nil, afloat.OutcomeTimeout
 		}
 		if afloat.IsTimeout(err) && timeout == read {
 			// A cut by the read timeout is a censored sample (the latency is at least

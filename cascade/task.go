@@ -121,6 +121,7 @@ type tier struct {
 	prompt      *prompt.Template
 	version     string
 	est         *latency.Estimator
+	streamEst   *latency.Estimator // routes: time to first chunk, learnt apart from whole answers
 	maxTokens   int
 	temperature *float64
 
@@ -173,6 +174,7 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
+
 	t := &Task{
 		e: e, name: cfg.Name, crit: cfg.Criticality, policy: policy, budget: cfg.Budget,
 		contract: contract, heuristic: cfg.Heuristic, reviewSLA: cfg.ReviewSLA, maxReasks: cfg.MaxReasks,
@@ -227,6 +229,9 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 		t.inputs = slices.Compact(fields)
 	}
 
+	if err := e.claimName(cfg.Name); err != nil {
+		return nil, err
+	}
 	t.okRequests, t.shareGauge = e.initSeries(cfg.Name, t.tiers)
 	return t, nil
 }

@@ -81,7 +81,7 @@ func Bucket(tenant string) int {
 // Source serves the flag document in force. Implementations are safe for concurrent use.
 type Source interface {
 	// Flags returns the document in force. It must be cheap: it is read on every call. An
-	// error means the flags could not be read; the caller treats the task as on and counts
+	// error means the flags could not be read; the caller treats the task as on and logs
 	// the error. The returned document must not be modified.
 	Flags(ctx context.Context) (*Document, error)
 }

@@ -212,7 +212,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	cfg := Config{Engine: e.engine, Tasks: tasks, Routes: map[string]*cascade.Route{"support-agent": route},
 		Faults: e.faults, Flags: e.flags, Review: e.review, AdminToken: adminToken,
-		Tenants: map[string][]string{"acme": {clientKey}, "globex": {otherKey}},
+		Tenants:  map[string][]string{"acme": {clientKey}, "globex": {otherKey}},
 		Gatherer: e.registry, Logger: logger, MaxBody: 64 << 10}
 	for _, o := range opts {
 		o(&cfg)

@@ -32,6 +32,9 @@ func Compile(name string, schema []byte) (*Contract, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
+	// No loader: a $ref to a URL (file://, https://) is an error, never a read. Schemas may
+	// come from clients (a chat request's response_format).
+	c.UseLoader(jsonschema.SchemeURLLoader{})
 	url := "afloat:///" + name + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)

@@ -90,7 +90,9 @@ func (m *Metrics) InitTask(task string, providers, outcomes, reasons []string) {
 		for _, o := range outcomes {
 			m.Attempts.WithLabelValues(task, p, o)
 		}
-		m.ContractViolations.WithLabelValues(task, p, "schema")
+		for _, stage := range []string{"extract", "repair", "schema"} {
+			m.ContractViolations.WithLabelValues(task, p, stage)
+		}
 		m.Reasks.WithLabelValues(task, p)
 		m.Retries.WithLabelValues(task, p)
 		m.Tokens.WithLabelValues(p, task)
@@ -106,6 +108,9 @@ func (m *Metrics) InitTask(task string, providers, outcomes, reasons []string) {
 			}
 			m.Requests.WithLabelValues(task, s, degraded, r)
 		}
+	}
+	for _, step := range []string{"locate", "repair", "rename", "coerce"} {
+		m.Normalize.WithLabelValues(task, step)
 	}
 	m.FallbackShare.WithLabelValues(task)
 	m.ReviewQueueDepth.WithLabelValues(task)
