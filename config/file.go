@@ -1,0 +1,468 @@
+package config
+
+import (
+	"time"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/cascade"
+)
+
+// File is a config file as loaded: every key of shared/DESIGN.md §4, with each default filled
+// in where its key was left out (so a loaded File holds the values in force, and a field's
+// "Absent means" is what Load put there) and relative paths made absolute against the file's
+// folder. Providers, tasks and routes keep
+// the order the file wrote them in. A File is plain data: read it from any goroutine, but do
+// not modify it while another reads it.
+type File struct {
+	// Dir is the folder relative paths were resolved against: the config file's folder.
+	Dir string
+
+	Server    Server      `yaml:"server"`
+	Tenants   []*Tenant   `yaml:"tenants,keyed"`
+	State     State       `yaml:"state"`
+	Review    Review      `yaml:"review"`
+	Operators []*Operator `yaml:"operators,keyed"`
+	Flags     Flags       `yaml:"flags"`
+	Telemetry Telemetry   `yaml:"telemetry"`
+	Defaults  Defaults    `yaml:"defaults"`
+	Providers []*Provider `yaml:"providers,keyed"`
+	Tasks     []*Task     `yaml:"tasks,keyed"`
+	Routes    []*Route    `yaml:"routes,keyed"`
+	Alerts    Alerts      `yaml:"alerts"`
+	Drill     Drill       `yaml:"drill"`
+
+	// lines maps each key path the file wrote to its line; a path absent here was left out.
+	lines map[string]int
+	// invalid holds the providers, tasks and routes ("tasks.triage") that had errors, so
+	// that Check can build the rest.
+	invalid map[string]bool
+}
+
+// Provider returns the provider named name, or nil.
+func (f *File) Provider(name string) *Provider {
+	for _, p := range f.Providers {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Task returns the task named name, or nil.
+func (f *File) Task(name string) *Task {
+	for _, t := range f.Tasks {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// Route returns the route named name, or nil.
+func (f *File) Route(name string) *Route {
+	for _, r := range f.Routes {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// Line returns the line the key path was written on, or 0 when the file left it out.
+func (f *File) Line(path string) int { return f.lines[path] }
+
+// Server is the gateway's listener.
+type Server struct {
+	// Listen is the address the gateway listens on. Absent means 127.0.0.1:8080.
+	Listen string `yaml:"listen"`
+	// AdminToken guards the admin API and the console. Absent turns them off.
+	AdminToken string `yaml:"admin_token"`
+	// MaxBody caps a request body. Absent means 1 MiB.
+	MaxBody Size `yaml:"max_body"`
+}
+
+// Tenant is one client of the gateway and its keys.
+type Tenant struct {
+	// Name is the tenant id, the key it is written under.
+	Name string `yaml:"-"`
+	// Keys are the tenant's client keys (Authorization: Bearer). At least one.
+	Keys []string `yaml:"keys"`
+}
+
+// State says where breakers, flags and faults live.
+type State struct {
+	// Backend is "memory" (one process) or "redis" (a fleet). Absent means memory.
+	Backend string `yaml:"backend"`
+	// Redis is the redis backend's server; required when Backend is redis.
+	Redis Redis `yaml:"redis"`
+	// OnFailure is what a replica does when the shared state fails: "local" keeps serving on
+	// local state. Absent means local.
+	OnFailure string `yaml:"on_failure"`
+}
+
+// Redis is a redis server.
+type Redis struct {
+	// URL is the server ("redis://127.0.0.1:6379/0"); required with the redis backend.
+	URL string `yaml:"url"`
+	// Prefix starts every key. Absent means "afloat:".
+	Prefix string `yaml:"prefix"`
+}
+
+// Review configures the human review queue.
+type Review struct {
+	// Store is "sqlite" (embedded) or "postgres" (a fleet). Absent means sqlite.
+	Store    string   `yaml:"store"`
+	SQLite   SQLite   `yaml:"sqlite"`
+	Postgres Postgres `yaml:"postgres"`
+	// ClaimTTL is how long an operator's claim holds before the item is pending again.
+	// Absent means no expiry.
+	ClaimTTL time.Duration `yaml:"claim_ttl"`
+	// Retention is how long resolved and rejected items are kept. Absent means forever.
+	Retention time.Duration `yaml:"retention"`
+	// Webhook is told when an item is resolved or rejected. Absent means no webhook.
+	Webhook Webhook `yaml:"webhook"`
+}
+
+// SQLite is the embedded review store.
+type SQLite struct {
+	// Path is the database file, relative to the config file's folder. Absent means afloat.db
+	// beside the config file.
+	Path string `yaml:"path"`
+}
+
+// Postgres is the review store of a fleet.
+type Postgres struct {
+	// URL is the database; required when Review.Store is postgres.
+	URL string `yaml:"url"`
+}
+
+// Webhook is an HTTP endpoint told of events.
+type Webhook struct {
+	// URL receives a POST per event; empty means no webhook.
+	URL string `yaml:"url"`
+	// Secret signs each body; empty means unsigned.
+	Secret string `yaml:"secret"`
+}
+
+// Operator is a person who answers review items.
+type Operator struct {
+	// Name is the operator's name, the key it is written under.
+	Name string `yaml:"-"`
+	// Token is the operator's bearer token; required.
+	Token string `yaml:"token"`
+}
+
+// Flags says where the kill switches come from.
+type Flags struct {
+	// OpenFeature reads the flags from an OpenFeature provider. Absent keeps them in the
+	// state backend, set through /admin/flags.
+	OpenFeature OpenFeature `yaml:"openfeature"`
+}
+
+// OpenFeature names an OpenFeature flag provider.
+type OpenFeature struct {
+	// Provider is the provider's kind ("flagd"); empty means none.
+	Provider string `yaml:"provider"`
+	// Endpoint is the provider's address; empty means the provider's default.
+	Endpoint string `yaml:"endpoint"`
+}
+
+// Telemetry says where traces go.
+type Telemetry struct {
+	// OTLP exports traces; an empty endpoint exports none.
+	OTLP OTLP `yaml:"otlp"`
+}
+
+// OTLP is an OpenTelemetry collector.
+type OTLP struct {
+	// Endpoint is the collector ("http://127.0.0.1:4318"); empty means no export.
+	Endpoint string `yaml:"endpoint"`
+}
+
+// Defaults are the guards every provider takes unless it overrides them.
+type Defaults struct {
+	Breaker  Breaker  `yaml:"breaker"`
+	Timeouts Timeouts `yaml:"timeouts"`
+	Retry    Retry    `yaml:"retry"`
+	Reask    Reask    `yaml:"reask"`
+	// MaxInFlight is each provider's bulkhead. Absent means 64.
+	MaxInFlight int `yaml:"max_in_flight"`
+}
+
+// Breaker configures a provider's circuit breaker (breaker.Config). Each absent key takes the
+// defaults block's value, and the defaults block's absent keys take DESIGN.md §4's values.
+type Breaker struct {
+	// Enabled false makes a breaker that never opens, for tests and comparisons only.
+	// Absent means true.
+	Enabled bool `yaml:"enabled"`
+	// ConsecutiveFailures trips the breaker after this many failures in a row. Absent means 5.
+	ConsecutiveFailures int `yaml:"consecutive_failures"`
+	// FailureRate trips the breaker at this share of failures over Window. Absent means 0.5.
+	FailureRate float64 `yaml:"failure_rate"`
+	// Window is the period FailureRate is measured over. Absent means 30s.
+	Window time.Duration `yaml:"window"`
+	// MinCalls is the fewest calls in Window for FailureRate to count. Absent means 20.
+	MinCalls int `yaml:"min_calls"`
+	// Recovery is how long the breaker stays open before a probe. Absent means 30s.
+	Recovery time.Duration `yaml:"recovery"`
+	// MaxRecovery caps the open period, doubled by each failed probe. Absent means 5m.
+	MaxRecovery time.Duration `yaml:"max_recovery"`
+	// UnusableCooldown is how long an unusable failure (bad key, quota) opens the breaker.
+	// Absent means 5m.
+	UnusableCooldown time.Duration `yaml:"unusable_cooldown"`
+	// RampUp limits a recovered provider's share of traffic for this long. Absent means 30s.
+	// Not applied by this build: Check warns when a file sets it.
+	RampUp time.Duration `yaml:"ramp_up"`
+}
+
+// Timeouts configures a provider's fixed timeouts and its adaptive read timeout
+// (latency.Config). Each absent key takes the defaults block's value.
+type Timeouts struct {
+	// Connect bounds dialing the provider. Absent means 1s.
+	Connect time.Duration `yaml:"connect"`
+	// Write bounds sending the request. Absent means 1s. Not applied by this build (the
+	// HTTP client has no write timeout): Check warns when a file sets it.
+	Write time.Duration `yaml:"write"`
+	// Pool bounds the wait for a free connection. Absent means 100ms. Not applied by this
+	// build: Check warns when a file sets it.
+	Pool time.Duration `yaml:"pool"`
+	// Percentile is the quantile of recent latencies the read timeout is built on. Absent
+	// means 0.95.
+	Percentile float64 `yaml:"percentile"`
+	// Multiplier scales the percentile into the read timeout. Absent means 1.5.
+	Multiplier float64 `yaml:"multiplier"`
+	// Min is the shortest read timeout. Absent means 200ms.
+	Min time.Duration `yaml:"min"`
+	// Max is the longest read timeout. Absent means 10s.
+	Max time.Duration `yaml:"max"`
+	// Initial is the read timeout until MinSamples calls succeeded. Absent means 2s.
+	Initial time.Duration `yaml:"initial"`
+	// MinSamples is how many successes the estimate needs. Absent means 20.
+	MinSamples int `yaml:"min_samples"`
+}
+
+// Retry bounds retries on the same provider (cascade.RetryConfig).
+type Retry struct {
+	// Max is the retries of one call after a transient failure; 0 means none. Absent
+	// means 1.
+	Max int `yaml:"max"`
+	// BudgetRatio caps retries at this share of calls over Window, in [0, 1]. Absent means
+	// 0.2.
+	BudgetRatio float64 `yaml:"budget_ratio"`
+	// Window is the period the budget counts over. Absent means 10s.
+	Window time.Duration `yaml:"window"`
+}
+
+// Reask bounds clarifying re-asks after a contract violation.
+type Reask struct {
+	// Max is the re-asks per tier; 0 means none. Absent means 1.
+	Max int `yaml:"max"`
+}
+
+// Provider is one model endpoint. Which keys apply depends on Type; a key of another type is
+// an error.
+type Provider struct {
+	// Name is the provider's name, the key it is written under.
+	Name string `yaml:"-"`
+	// Type is the adapter: openai, anthropic, gigachat, yandex or sim; required. This build
+	// has the openai and sim adapters; Build refuses the others.
+	Type string `yaml:"type"`
+
+	// BaseURL points the adapter at another endpoint. Absent means the vendor's.
+	BaseURL string `yaml:"base_url"`
+	// Model is the model of every call; required for openai, anthropic and gigachat.
+	Model string `yaml:"model"`
+	// APIKey is the bearer key (openai, anthropic, yandex). Absent sends none.
+	APIKey string `yaml:"api_key"`
+	// Headers are extra request headers. Absent means none.
+	Headers map[string]string `yaml:"headers"`
+	// CAFile is a PEM file of extra trusted roots, relative to the config file's folder.
+	// Absent trusts the system's roots only.
+	CAFile string `yaml:"ca_file"`
+
+	// AuthKey is GigaChat's base64 "client_id:client_secret"; required for gigachat.
+	AuthKey string `yaml:"auth_key"`
+	// AuthURL is GigaChat's OAuth endpoint. Absent means Sber's.
+	AuthURL string `yaml:"auth_url"`
+	// Scope is GigaChat's API scope. Absent means GIGACHAT_API_PERS.
+	Scope string `yaml:"scope"`
+
+	// ModelURI is Yandex's model ("gpt://<folder>/yandexgpt/latest"); required for yandex.
+	ModelURI string `yaml:"model_uri"`
+	// IAMToken and FolderID authenticate to Yandex instead of APIKey.
+	IAMToken string `yaml:"iam_token"`
+	FolderID string `yaml:"folder_id"`
+
+	// Latency is a sim provider's latency. Absent means none.
+	Latency SimLatency `yaml:"latency"`
+	// ErrorRate is the share of a sim provider's calls that fail, in [0, 1]. Absent means 0.
+	ErrorRate float64 `yaml:"error_rate"`
+	// ErrorStatus is the HTTP status of those failures. Absent means 503.
+	ErrorStatus int `yaml:"error_status"`
+	// Seed seeds a sim provider's random source. Absent means 1.
+	Seed uint64 `yaml:"seed"`
+
+	// Price turns tokens into cost. Absent costs nothing.
+	Price Price `yaml:"price"`
+
+	// Breaker, Timeouts, Retry and MaxInFlight override the defaults block key by key; after
+	// Load they hold the values in force.
+	Breaker     Breaker  `yaml:"breaker"`
+	Timeouts    Timeouts `yaml:"timeouts"`
+	Retry       Retry    `yaml:"retry"`
+	MaxInFlight int      `yaml:"max_in_flight"`
+}
+
+// SimLatency is the latency distribution of a sim provider.
+type SimLatency struct {
+	// P50 is the median latency. Absent means 0.
+	P50 time.Duration `yaml:"p50"`
+	// P95 is the 95th percentile, at least P50. Absent means 0.
+	P95 time.Duration `yaml:"p95"`
+}
+
+// Price is a provider's price per million tokens.
+type Price struct {
+	// InputPer1M is the price of a million input tokens. Absent means 0.
+	InputPer1M float64 `yaml:"input_per_1m"`
+	// OutputPer1M is the price of a million output tokens. Absent means 0.
+	OutputPer1M float64 `yaml:"output_per_1m"`
+	// Currency names the unit ("USD"). Absent means none.
+	Currency string `yaml:"currency"`
+}
+
+// Task is one use of AI in the product.
+type Task struct {
+	// Name is the task's name, the key it is written under.
+	Name string `yaml:"-"`
+	// Criticality is required: the class is an explicit decision, never a default.
+	Criticality afloat.Criticality `yaml:"criticality"`
+	// OnExhausted is the policy when no tier answers. Absent means the criticality's
+	// default (heuristic, unavailable, human); a critical task may only be human or block.
+	OnExhausted cascade.Policy `yaml:"on_exhausted"`
+	// Budget covers every attempt of one call. Absent means 10s.
+	Budget time.Duration `yaml:"budget"`
+	// ReviewSLA is when an operator is due to answer a queued item. Absent means 30m.
+	ReviewSLA time.Duration `yaml:"review_sla"`
+	// Input declares the input fields and their JSON Schemas, in the file's order. Absent
+	// takes the fields the templates read, with no type check.
+	Input Fields `yaml:"input"`
+	// Schema is the JSON Schema file of the answer, relative to the config file's folder;
+	// required.
+	Schema string `yaml:"schema"`
+	// Synonyms map a schema property to the words a model may use for it. Absent means none.
+	Synonyms map[string][]string `yaml:"synonyms"`
+	// Cascade is the ordered tiers; at least one.
+	Cascade []TaskTier `yaml:"cascade"`
+	// Heuristic answers under the heuristic policy. Absent makes such a task answer
+	// unavailable.
+	Heuristic []Rule `yaml:"heuristic"`
+	// Reask overrides defaults.reask for this task.
+	Reask Reask `yaml:"reask"`
+	// RolloutPct is the share of tenants the task starts on for, 0–100. Absent means 100.
+	RolloutPct int `yaml:"rollout_pct"`
+}
+
+// Field is one declared input field.
+type Field struct {
+	Name string
+	// Schema is the field's JSON Schema ({"type": "string"}).
+	Schema map[string]any
+}
+
+// Fields are a task's input fields in the order the file wrote them.
+type Fields []Field
+
+// Names returns the field names in order.
+func (fs Fields) Names() []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// TaskTier is one tier of a task: a provider with its own prompt.
+type TaskTier struct {
+	// Provider names a provider; required.
+	Provider string `yaml:"provider"`
+	// Prompt is the template file, relative to the config file's folder; required.
+	Prompt string `yaml:"prompt"`
+	// MaxTokens caps the answer. Absent leaves it to the provider.
+	MaxTokens int `yaml:"max_tokens"`
+	// Temperature is the sampling temperature. Absent leaves it to the provider.
+	Temperature *float64 `yaml:"temperature"`
+}
+
+// Rule is one heuristic rule: either a default (Default set) or a rule that sets fields when
+// one of its words occurs in the input.
+type Rule struct {
+	// WhenAny are the words matched, case-insensitively, in any string of the input.
+	WhenAny []string `yaml:"when_any"`
+	// Set are the fields the rule sets.
+	Set map[string]any `yaml:"set"`
+	// Default, in a rule of its own, sets every field first.
+	Default map[string]any `yaml:"default"`
+}
+
+// Route is a named cascade for /v1/chat/completions.
+type Route struct {
+	// Name is the route's name, the model a client asks for.
+	Name string `yaml:"-"`
+	// Criticality is required: the class is an explicit decision, never a default.
+	Criticality afloat.Criticality `yaml:"criticality"`
+	// Budget covers every attempt of one call. Absent means 30s.
+	Budget time.Duration `yaml:"budget"`
+	// Cascade is the ordered tiers; at least one. An entry is a provider name or an object.
+	Cascade []RouteTier `yaml:"cascade"`
+	// Reask overrides defaults.reask for this route.
+	Reask Reask `yaml:"reask"`
+	// RolloutPct is the share of tenants the route starts on for, 0–100. Absent means 100.
+	RolloutPct int `yaml:"rollout_pct"`
+}
+
+// RouteTier is one tier of a route.
+type RouteTier struct {
+	// Provider names a provider; required.
+	Provider string `yaml:"provider"`
+	// System is this provider's system prompt, a template over {{.system}} (the client's).
+	// Absent passes the client's messages unchanged.
+	System string `yaml:"system"`
+	// SystemMode is replace or prepend. Absent means replace.
+	SystemMode cascade.SystemMode `yaml:"system_mode"`
+	// MaxTokens caps the answer below the client's. Absent keeps the client's.
+	MaxTokens int `yaml:"max_tokens"`
+	// Temperature replaces the client's. Absent keeps it.
+	Temperature *float64 `yaml:"temperature"`
+}
+
+// Alerts are the conditions that raise an alert.
+type Alerts struct {
+	// FallbackShare fires when a task's share of calls not answered by tier 0 stays above
+	// Above for For.
+	FallbackShare Alert `yaml:"fallback_share"`
+	// PrimaryOpen fires when a tier-0 provider's breaker stays open for For.
+	PrimaryOpen Alert `yaml:"primary_open"`
+	// ContractViolationRate fires when a task's share of contract violations stays above
+	// Above for For.
+	ContractViolationRate Alert `yaml:"contract_violation_rate"`
+	// ReviewSLA fires when a review item outlives its task's review SLA.
+	ReviewSLA Alert `yaml:"review_sla"`
+}
+
+// Alert is one alert's condition and where it is sent. A zero Alert is off.
+type Alert struct {
+	// Above is the threshold, a share in [0, 1]. Absent means 0 (off for share alerts).
+	Above float64 `yaml:"above"`
+	// For is how long the condition must hold. Absent means at once.
+	For time.Duration `yaml:"for"`
+	// Webhook receives the alert. Absent means the alert is only a metric.
+	Webhook string `yaml:"webhook"`
+}
+
+// Drill configures unavailability drills.
+type Drill struct {
+	// MaxAge is the longest a task may go without a drill before it is reported stale.
+	// Absent means 2160h (90 days).
+	MaxAge time.Duration `yaml:"max_age"`
+}

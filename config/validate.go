@@ -1,0 +1,604 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/cascade"
+)
+
+// Provider types of shared/DESIGN.md §1.
+const (
+	TypeOpenAI    = "openai"
+	TypeAnthropic = "anthropic"
+	TypeGigaChat  = "gigachat"
+	TypeYandex    = "yandex"
+	TypeSim       = "sim"
+)
+
+// typeKeys returns the provider keys a type takes besides the common ones, and whether the
+// type is known.
+func typeKeys(typ string) ([]string, bool) {
+	switch typ {
+	case TypeOpenAI, TypeAnthropic:
+		return []string{"base_url", "model", "api_key", "headers", "ca_file"}, true
+	case TypeGigaChat:
+		return []string{"base_url", "model", "auth_key", "auth_url", "scope", "ca_file"}, true
+	case TypeYandex:
+		return []string{"base_url", "model_uri", "api_key", "iam_token", "folder_id", "ca_file"}, true
+	case TypeSim:
+		return []string{"latency", "error_rate", "error_status", "seed"}, true
+	}
+	return nil, false
+}
+
+// commonProviderKey reports whether every provider type takes key.
+func commonProviderKey(key string) bool {
+	switch key {
+	case "type", "price", "breaker", "timeouts", "retry", "max_in_flight":
+		return true
+	}
+	return false
+}
+
+// Defaults of keys left out (shared/DESIGN.md §4).
+const (
+	defaultListen      = "127.0.0.1:8080"
+	defaultMaxBody     = 1 << 20
+	defaultSQLitePath  = "afloat.db"
+	defaultRedisPrefix = "afloat:"
+	defaultTaskBudget  = 10 * time.Second
+	defaultRouteBudget = 30 * time.Second
+	defaultReviewSLA   = 30 * time.Minute
+	defaultDrillMaxAge = 2160 * time.Hour
+)
+
+// builtinDefaults is the defaults block of shared/DESIGN.md §4, which a file's own defaults
+// block overrides key by key.
+func builtinDefaults() Defaults {
+	return Defaults{
+		Breaker: Breaker{
+			Enabled: true, ConsecutiveFailures: 5, FailureRate: 0.5, Window: 30 * time.Second,
+			MinCalls: 20, Recovery: 30 * time.Second, MaxRecovery: 5 * time.Minute,
+			UnusableCooldown: 5 * time.Minute, RampUp: 30 * time.Second,
+		},
+		Timeouts: Timeouts{
+			Connect: time.Second, Write: time.Second, Pool: 100 * time.Millisecond, Percentile: 0.95,
+			Multiplier: 1.5, Min: 200 * time.Millisecond, Max: 10 * time.Second, Initial: 2 * time.Second,
+			MinSamples: 20,
+		},
+		Retry:       Retry{Max: 1, BudgetRatio: 0.2, Window: 10 * time.Second},
+		Reask:       Reask{Max: 1},
+		MaxInFlight: 64,
+	}
+}
+
+// validator fills in defaults and checks a decoded File, adding to the decoder's errors.
+type validator struct {
+	f    *File
+	errs Errors
+}
+
+// written reports whether the file wrote the key path.
+func (v *validator) written(path string) bool {
+	_, ok := v.f.lines[path]
+	return ok
+}
+
+// line returns the line of path or, when the file left it out, of its nearest written
+// parent.
+func (v *validator) line(path string) int {
+	for path != "" {
+		if l, ok := v.f.lines[path]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return 0
+}
+
+// errorf reports a problem at path, unless one is reported there already: a value that did
+// not decode is not also reported as out of range.
+func (v *validator) errorf(path, format string, args ...any) {
+	v.errorAt(path, v.line(path), format, args...)
+}
+
+func (v *validator) errorAt(path string, line int, format string, args ...any) {
+	for _, e := range v.errs {
+		if e.Path == path {
+			return
+		}
+	}
+	v.errs = append(v.errs, &Error{Path: path, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) resolvePath(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(v.f.Dir, p)
+}
+
+// inherit copies into dst each field of src whose key the file left out under path,
+// descending into nested structs.
+func (v *validator) inherit(dst, src reflect.Value, path string) {
+	t := dst.Type()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		p := join(path, name)
+		if t.Field(i).Type.Kind() == reflect.Struct {
+			v.inherit(dst.Field(i), src.Field(i), p)
+			continue
+		}
+		if !v.written(p) {
+			dst.Field(i).Set(src.Field(i))
+		}
+	}
+}
+
+func (v *validator) validate() {
+	f := v.f
+	v.server()
+	v.tenants()
+	v.state()
+	v.review()
+	v.operators()
+	v.defaults()
+	if len(f.Providers) == 0 {
+		v.errorf("providers", "at least one provider is required")
+	}
+	for _, p := range f.Providers {
+		v.provider(p)
+	}
+	for _, t := range f.Tasks {
+		v.task(t)
+	}
+	names := map[string]bool{}
+	for _, t := range f.Tasks {
+		names[t.Name] = true
+	}
+	for _, r := range f.Routes {
+		if names[r.Name] {
+			v.errorf("routes."+r.Name, "name %q is already a task's: tasks and routes share flags and metrics, so their names must differ", r.Name)
+		}
+		v.route(r)
+	}
+	v.alerts()
+	if !v.written("drill.max_age") {
+		f.Drill.MaxAge = defaultDrillMaxAge
+	}
+	v.positive("drill.max_age", f.Drill.MaxAge)
+}
+
+func (v *validator) server() {
+	s := &v.f.Server
+	if !v.written("server.listen") {
+		s.Listen = defaultListen
+	}
+	if _, _, err := net.SplitHostPort(s.Listen); err != nil {
+		v.errorf("server.listen", "invalid address %q (want host:port)", s.Listen)
+	}
+	if !v.written("server.max_body") {
+		s.MaxBody = defaultMaxBody
+	}
+	if s.MaxBody <= 0 && v.written("server.max_body") {
+		v.errorf("server.max_body", "must be positive")
+	}
+}
+
+func (v *validator) tenants() {
+	owner := map[string]string{}
+	for _, t := range v.f.Tenants {
+		path := "tenants." + t.Name
+		if len(t.Keys) == 0 {
+			v.errorf(path+".keys", "a tenant needs at least one key")
+		}
+		for i, k := range t.Keys {
+			p := fmt.Sprintf("%s.keys[%d]", path, i)
+			switch prev, dup := owner[k]; {
+			case k == "":
+				v.errorf(p, "key is empty")
+			case dup:
+				v.errorf(p, "key is also tenant %s's: a key must name one tenant", prev)
+			default:
+				owner[k] = t.Name
+			}
+		}
+	}
+}
+
+func (v *validator) state() {
+	s := &v.f.State
+	switch s.Backend {
+	case "":
+		s.Backend = "memory"
+	case "memory":
+	case "redis":
+		if s.Redis.URL == "" {
+			v.errorAt("state.redis.url", v.line("state.backend"), "required with state.backend redis")
+		}
+	default:
+		v.errorf("state.backend", "unknown backend %q (want memory or redis)", s.Backend)
+	}
+	if s.Redis.URL != "" {
+		if u, err := url.Parse(s.Redis.URL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+			v.errorf("state.redis.url", "invalid redis url (want redis://host:port/db)")
+		}
+	}
+	if !v.written("state.redis.prefix") {
+		s.Redis.Prefix = defaultRedisPrefix
+	}
+	switch s.OnFailure {
+	case "":
+		s.OnFailure = "local"
+	case "local":
+	default:
+		v.errorf("state.on_failure", "unknown value %q (want local)", s.OnFailure)
+	}
+}
+
+func (v *validator) review() {
+	r := &v.f.Review
+	switch r.Store {
+	case "":
+		r.Store = "sqlite"
+	case "sqlite":
+	case "postgres":
+		if r.Postgres.URL == "" {
+			v.errorAt("review.postgres.url", v.line("review.store"), "required with review.store postgres")
+		}
+	default:
+		v.errorf("review.store", "unknown store %q (want sqlite or postgres)", r.Store)
+	}
+	if r.SQLite.Path == "" {
+		if v.written("review.sqlite.path") {
+			v.errorf("review.sqlite.path", "is empty")
+		}
+		r.SQLite.Path = defaultSQLitePath
+	}
+	r.SQLite.Path = v.resolvePath(r.SQLite.Path)
+	v.nonNegative("review.claim_ttl", r.ClaimTTL)
+	v.nonNegative("review.retention", r.Retention)
+	if r.Webhook.Secret != "" && r.Webhook.URL == "" {
+		v.errorf("review.webhook.url", "required when review.webhook.secret is set")
+	}
+	v.httpURL("review.webhook.url", r.Webhook.URL)
+}
+
+func (v *validator) operators() {
+	for _, o := range v.f.Operators {
+		if o.Token == "" {
+			v.errorf("operators."+o.Name+".token", "required")
+		}
+	}
+}
+
+func (v *validator) defaults() {
+	d := &v.f.Defaults
+	v.inherit(reflect.ValueOf(d).Elem(), reflect.ValueOf(builtinDefaults()), "defaults")
+	v.breaker("defaults.breaker", d.Breaker)
+	v.timeouts("defaults.timeouts", d.Timeouts)
+	v.retry("defaults.retry", d.Retry)
+	v.reask("defaults.reask", d.Reask)
+	v.inFlight("defaults.max_in_flight", d.MaxInFlight)
+}
+
+// The checks of the guards look only at the keys written under path: a value inherited from
+// the defaults block was checked there.
+
+func (v *validator) breaker(path string, b Breaker) {
+	v.atLeast(path+".consecutive_failures", b.ConsecutiveFailures, 1)
+	if p := path + ".failure_rate"; v.written(p) && !(b.FailureRate > 0 && b.FailureRate <= 1) {
+		v.errorf(p, "%v is outside (0, 1]", b.FailureRate)
+	}
+	v.positive(path+".window", b.Window)
+	v.atLeast(path+".min_calls", b.MinCalls, 1)
+	v.positive(path+".recovery", b.Recovery)
+	v.positive(path+".max_recovery", b.MaxRecovery)
+	v.positive(path+".unusable_cooldown", b.UnusableCooldown)
+	v.nonNegative(path+".ramp_up", b.RampUp)
+}
+
+func (v *validator) timeouts(path string, t Timeouts) {
+	v.positive(path+".connect", t.Connect)
+	v.positive(path+".write", t.Write)
+	v.positive(path+".pool", t.Pool)
+	if p := path + ".percentile"; v.written(p) && !(t.Percentile > 0 && t.Percentile < 1) {
+		v.errorf(p, "%v is outside (0, 1)", t.Percentile)
+	}
+	if p := path + ".multiplier"; v.written(p) && !(t.Multiplier >= 1) {
+		v.errorf(p, "%v is below 1", t.Multiplier)
+	}
+	v.positive(path+".min", t.Min)
+	v.positive(path+".max", t.Max)
+	v.positive(path+".initial", t.Initial)
+	v.atLeast(path+".min_samples", t.MinSamples, 1)
+}
+
+func (v *validator) retry(path string, r Retry) {
+	v.atLeast(path+".max", r.Max, 0)
+	if p := path + ".budget_ratio"; v.written(p) && !(r.BudgetRatio >= 0 && r.BudgetRatio <= 1) {
+		v.errorf(p, "%v is outside [0, 1]", r.BudgetRatio)
+	}
+	v.positive(path+".window", r.Window)
+}
+
+func (v *validator) reask(path string, r Reask) { v.atLeast(path+".max", r.Max, 0) }
+
+func (v *validator) inFlight(path string, n int) { v.atLeast(path, n, 1) }
+
+func (v *validator) positive(path string, d time.Duration) {
+	if v.written(path) && d <= 0 {
+		v.errorf(path, "must be positive, not %v", d)
+	}
+}
+
+func (v *validator) nonNegative(path string, d time.Duration) {
+	if v.written(path) && d < 0 {
+		v.errorf(path, "must not be negative, not %v", d)
+	}
+}
+
+func (v *validator) atLeast(path string, n, low int) {
+	if v.written(path) && n < low {
+		v.errorf(path, "must be at least %d, not %d", low, n)
+	}
+}
+
+func (v *validator) httpURL(path, s string) {
+	if s == "" {
+		return
+	}
+	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// The value is left out: a webhook's url is often its secret.
+		v.errorf(path, "invalid url (want an absolute http or https url)")
+	}
+}
+
+// validName reports whether s can name a provider, task or route: it appears in URLs, metric
+// labels and key paths.
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+		case (r == '-' || r == '_' || r == '.') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (v *validator) name(path, kind, name string) {
+	if !validName(name) {
+		v.errorf(path, "invalid %s name %q (want letters, digits, '-', '_' or '.', starting with a letter or digit)", kind, name)
+	}
+}
+
+func (v *validator) provider(p *Provider) {
+	path := "providers." + p.Name
+	v.name(path, "provider", p.Name)
+	own, known := typeKeys(p.Type)
+	switch {
+	case p.Type == "":
+		v.errorf(path+".type", "required (openai, anthropic, gigachat, yandex or sim)")
+	case !known:
+		v.errorf(path+".type", "unknown provider type %q (want openai, anthropic, gigachat, yandex or sim)", p.Type)
+	default:
+		_, keys := fieldsOf(reflect.TypeFor[Provider]())
+		for _, k := range keys {
+			if v.written(join(path, k)) && !slices.Contains(own, k) && !commonProviderKey(k) {
+				v.errorf(join(path, k), "key %s does not apply to provider type %s", k, p.Type)
+			}
+		}
+	}
+	switch p.Type {
+	case TypeOpenAI, TypeAnthropic, TypeGigaChat:
+		if p.Model == "" {
+			v.errorf(path+".model", "required for provider type %s", p.Type)
+		}
+	}
+	switch p.Type {
+	case TypeAnthropic:
+		if p.APIKey == "" {
+			v.errorf(path+".api_key", "required for provider type anthropic")
+		}
+	case TypeGigaChat:
+		if p.AuthKey == "" {
+			v.errorf(path+".auth_key", "required for provider type gigachat")
+		}
+	case TypeYandex:
+		if p.ModelURI == "" {
+			v.errorf(path+".model_uri", "required for provider type yandex")
+		}
+		if p.APIKey == "" && (p.IAMToken == "" || p.FolderID == "") {
+			v.errorf(path+".api_key", "provider type yandex needs api_key, or iam_token with folder_id")
+		}
+	}
+	v.httpURL(path+".base_url", p.BaseURL)
+	v.httpURL(path+".auth_url", p.AuthURL)
+	p.CAFile = v.resolvePath(p.CAFile)
+	if p.Price.InputPer1M < 0 || p.Price.OutputPer1M < 0 {
+		v.errorf(path+".price", "prices must not be negative")
+	}
+
+	d := v.f.Defaults
+	v.inherit(reflect.ValueOf(&p.Breaker).Elem(), reflect.ValueOf(d.Breaker), path+".breaker")
+	v.inherit(reflect.ValueOf(&p.Timeouts).Elem(), reflect.ValueOf(d.Timeouts), path+".timeouts")
+	v.inherit(reflect.ValueOf(&p.Retry).Elem(), reflect.ValueOf(d.Retry), path+".retry")
+	if !v.written(path + ".max_in_flight") {
+		p.MaxInFlight = d.MaxInFlight
+	}
+	v.breaker(path+".breaker", p.Breaker)
+	v.timeouts(path+".timeouts", p.Timeouts)
+	v.retry(path+".retry", p.Retry)
+	v.inFlight(path+".max_in_flight", p.MaxInFlight)
+}
+
+// criticality checks that a task or route states its class.
+func (v *validator) criticality(path string, c afloat.Criticality) {
+	if c == 0 && !v.written(path+".criticality") {
+		v.errorf(path+".criticality", "required: whether this fails open, silent or closed must be an explicit decision (enrichment, assistance or critical)")
+	}
+}
+
+func (v *validator) knownProvider(path, name string) {
+	if name == "" {
+		v.errorf(path, "required")
+		return
+	}
+	if v.f.Provider(name) != nil {
+		return
+	}
+	names := make([]string, len(v.f.Providers))
+	for i, p := range v.f.Providers {
+		names[i] = p.Name
+	}
+	v.errorf(path, "unknown provider %q (want one of %s)", name, strings.Join(names, ", "))
+}
+
+func (v *validator) rollout(path string, pct *int) {
+	if !v.written(path) {
+		*pct = 100
+		return
+	}
+	if *pct < 0 || *pct > 100 {
+		v.errorf(path, "%d is outside 0–100", *pct)
+	}
+}
+
+func (v *validator) task(t *Task) {
+	path := "tasks." + t.Name
+	v.name(path, "task", t.Name)
+	v.criticality(path, t.Criticality)
+	if t.Criticality == afloat.Critical {
+		switch t.OnExhausted {
+		case cascade.PolicyHeuristic, cascade.PolicyUnavailable:
+			v.errorf(path+".on_exhausted", "a critical task must fail closed, but %s answers without a judgement when every tier is down: publishing by default when the moderator is down is a security bypass, not resilience (use human or block)", t.OnExhausted)
+		}
+	}
+	if !v.written(path + ".budget") {
+		t.Budget = defaultTaskBudget
+	}
+	v.positive(path+".budget", t.Budget)
+	if !v.written(path + ".review_sla") {
+		t.ReviewSLA = defaultReviewSLA
+	}
+	v.positive(path+".review_sla", t.ReviewSLA)
+	if t.Schema == "" {
+		v.errorf(path+".schema", "required: the JSON Schema file of the answer")
+	}
+	t.Schema = v.resolvePath(t.Schema)
+	if len(t.Cascade) == 0 {
+		v.errorf(path+".cascade", "at least one tier is required")
+	}
+	for i := range t.Cascade {
+		tr := &t.Cascade[i]
+		p := fmt.Sprintf("%s.cascade[%d]", path, i)
+		v.knownProvider(p+".provider", tr.Provider)
+		if tr.Prompt == "" {
+			v.errorf(p+".prompt", "required: the template file of this provider's prompt")
+		}
+		tr.Prompt = v.resolvePath(tr.Prompt)
+		v.atLeast(p+".max_tokens", tr.MaxTokens, 0)
+		if tr.Temperature != nil && *tr.Temperature < 0 {
+			v.errorf(p+".temperature", "must not be negative")
+		}
+	}
+	v.heuristic(path+".heuristic", t.Heuristic)
+	for field, words := range t.Synonyms {
+		for i, w := range words {
+			if strings.TrimSpace(w) == "" {
+				v.errorf(fmt.Sprintf("%s.synonyms.%s[%d]", path, field, i), "synonym is empty")
+			}
+		}
+	}
+	v.inherit(reflect.ValueOf(&t.Reask).Elem(), reflect.ValueOf(v.f.Defaults.Reask), path+".reask")
+	v.reask(path+".reask", t.Reask)
+	v.rollout(path+".rollout_pct", &t.RolloutPct)
+}
+
+func (v *validator) heuristic(path string, rules []Rule) {
+	defaults := 0
+	for i, r := range rules {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		switch {
+		case r.Default != nil && (r.WhenAny != nil || r.Set != nil):
+			v.errorf(p, "a rule is either a default or when_any with set, not both")
+		case r.Default != nil:
+			if defaults++; defaults == 2 {
+				v.errorf(p+".default", "only one default rule is allowed")
+			}
+		case len(r.WhenAny) == 0:
+			v.errorf(p+".when_any", "a rule needs at least one word (or a default)")
+		case len(r.Set) == 0:
+			v.errorf(p+".set", "a rule needs the fields it sets")
+		}
+		for j, w := range r.WhenAny {
+			if strings.TrimSpace(w) == "" {
+				v.errorf(fmt.Sprintf("%s.when_any[%d]", p, j), "word is empty")
+			}
+		}
+	}
+}
+
+func (v *validator) route(r *Route) {
+	path := "routes." + r.Name
+	v.name(path, "route", r.Name)
+	v.criticality(path, r.Criticality)
+	if !v.written(path + ".budget") {
+		r.Budget = defaultRouteBudget
+	}
+	v.positive(path+".budget", r.Budget)
+	if len(r.Cascade) == 0 {
+		v.errorf(path+".cascade", "at least one tier is required")
+	}
+	for i, tr := range r.Cascade {
+		p := fmt.Sprintf("%s.cascade[%d]", path, i)
+		v.knownProvider(p+".provider", tr.Provider)
+		v.atLeast(p+".max_tokens", tr.MaxTokens, 0)
+		if tr.Temperature != nil && *tr.Temperature < 0 {
+			v.errorf(p+".temperature", "must not be negative")
+		}
+	}
+	v.inherit(reflect.ValueOf(&r.Reask).Elem(), reflect.ValueOf(v.f.Defaults.Reask), path+".reask")
+	v.reask(path+".reask", r.Reask)
+	v.rollout(path+".rollout_pct", &r.RolloutPct)
+}
+
+func (v *validator) alerts() {
+	a := &v.f.Alerts
+	for _, al := range []struct {
+		key   string
+		alert Alert
+	}{
+		{"fallback_share", a.FallbackShare},
+		{"primary_open", a.PrimaryOpen},
+		{"contract_violation_rate", a.ContractViolationRate},
+		{"review_sla", a.ReviewSLA},
+	} {
+		p := "alerts." + al.key
+		if al.alert.Above < 0 || al.alert.Above > 1 {
+			v.errorf(p+".above", "%v is outside [0, 1]", al.alert.Above)
+		}
+		v.nonNegative(p+".for", al.alert.For)
+		v.httpURL(p+".webhook", al.alert.Webhook)
+	}
+}
