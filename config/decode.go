@@ -245,8 +245,9 @@ func kindName(n ast.Node) string {
 	return n.Type().YAMLName()
 }
 
-// expand replaces ${NAME} with the environment's value; $${ stands for a literal ${. Every
-// unset variable is reported, on the line it appears on.
+// expand replaces ${NAME} with the environment's value and ${NAME:-default} with it or, when
+// it is unset or empty, with default; $${ stands for a literal ${. Every unset variable
+// without a default is reported, on the line it appears on.
 func (d *decoder) expand(s, path string, line int) (string, bool) {
 	if !strings.Contains(s, "${") {
 		return s, true
@@ -267,12 +268,16 @@ func (d *decoder) expand(s, path string, line int) (string, bool) {
 			}
 			name := s[i+2 : i+end]
 			i += end + 1
+			name, def, hasDefault := strings.Cut(name, ":-")
 			if !validEnvName(name) {
 				d.errorf(path, at, "invalid environment variable name %q", name)
 				ok = false
 				continue
 			}
 			val, found := d.env(name)
+			if hasDefault && val == "" {
+				val, found = def, true
+			}
 			if !found {
 				d.errorf(path, at, "environment variable %s is not set", name)
 				ok = false

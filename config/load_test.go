@@ -285,6 +285,9 @@ func TestEnvExpansion(t *testing.T) {
 server:
   listen: ${HOST}:${PORT}           # ${NOPE} in a trailing comment
   admin_token: ${TOKEN}
+operators:
+  ana: {token: "${UNSET_OP:-fallback-op}"}
+  bob: {token: "${TOKEN:-unused}"}
 tenants:
   acme: {keys: ["${ACME_KEY}", "literal-$${NOT_A_VAR}"]}
 defaults:
@@ -302,6 +305,8 @@ defaults:
 	}{
 		{"listen", f.Server.Listen, "10.0.0.1:9090"},
 		{"admin_token", f.Server.AdminToken, "s3cret"},
+		{"default of an unset variable", f.Operators[0].Token, "fallback-op"},
+		{"default of a set variable", f.Operators[1].Token, "s3cret"},
 		{"key in a flow list", f.Tenants[0].Keys[0], "k-acme"},
 		{"escaped", f.Tenants[0].Keys[1], "literal-${NOT_A_VAR}"},
 		{"integer", f.Defaults.MaxInFlight, 12},

@@ -267,7 +267,7 @@ func (g *Gateway) accessLog(next http.Handler) http.Handler {
 		}
 		g.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int("status", sw.status), slog.Duration("took", time.Since(start)))
+			slog.Int("status", sw.status), slog.Float64("took_ms", float64(time.Since(start).Microseconds())/1000))
 	})
 }
 

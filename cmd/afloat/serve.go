@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/afloat-dev/afloat/config"
+	"github.com/afloat-dev/afloat/gateway"
+)
+
+// serve runs the gateway until ctx ends (SIGINT, SIGTERM), then stops accepting, lets the
+// calls in flight finish within the grace period and closes the review store.
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("c", "afloat.yaml", "the config file")
+	listen := fs.String("listen", "", "address to listen on, replacing server.listen")
+	grace := fs.Duration("grace", 30*time.Second, "how long calls in flight may take to finish on shutdown")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: afloat serve -c afloat.yaml [-listen 127.0.0.1:8080] [-grace 30s]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	f, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s:\n%v\n", *path, err)
+		return errFailed
+	}
+	addr := f.Server.Listen
+	if *listen != "" {
+		addr = *listen
+	}
+	tenants := map[string][]string{}
+	for _, t := range f.Tenants {
+		tenants[t.Name] = t.Keys
+	}
+	if len(tenants) == 0 && !loopback(addr) {
+		fmt.Fprintf(stderr, "afloat serve: refusing to listen on %s without tenants: with no client keys anyone who reaches the port can call the models on your bill; configure tenants or listen on 127.0.0.1\n", addr)
+		return errFailed
+	}
+	rt, err := f.Build(config.BuildOptions{Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "%s:\n%v\n", *path, err)
+		return errFailed
+	}
+	gw, err := gateway.New(gateway.Config{
+		Engine: rt.Engine, Tasks: rt.Tasks, Routes: rt.Routes, Faults: rt.Faults, Flags: rt.Flags,
+		Review: rt.Review, Tenants: tenants, AdminToken: f.Server.AdminToken, MaxBody: int64(f.Server.MaxBody),
+		Gatherer: rt.Registry, StateBackend: f.State.Backend, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("afloat listening", "addr", ln.Addr().String(), "tasks", rt.TaskOrder, "routes", rt.RouteOrder,
+		"providers", rt.ProviderOrder, "admin_api", f.Server.AdminToken != "", "tenants", len(tenants))
+	fmt.Fprintf(stdout, "afloat listening on http://%s\n", ln.Addr())
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: no new connections, waiting for calls in flight", "grace", grace.String())
+	sctx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if c, ok := rt.Review.(io.Closer); ok {
+		if cerr := c.Close(); cerr != nil {
+			log.Error("closing the review store", "err", cerr)
+		}
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// loopback reports whether addr listens on the loopback interface only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
