@@ -298,6 +298,15 @@ func (e *Engine) claimName(name string) error {
 	return nil
 }
 
+type idempotencyKey struct{}
+
+// WithIdempotencyKey returns a ctx that carries the caller's idempotency key; a review item
+// queued for the call carries it, so that a retried call finds the first item instead of
+// queueing twice.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, idempotencyKey{}, key)
+}
+
 type callerBoundKey struct{}
 
 // withBudget puts the call's budget in ctx. When the caller's own deadline is the earlier

@@ -293,6 +293,7 @@ func (t *Task) enqueue(ctx context.Context, in afloat.Input, res afloat.Result[j
 		return "", fmt.Errorf("input: %w", err)
 	}
 	item := &review.Item{Task: t.name, Tenant: Tenant(ctx), Input: input, Attempts: res.Attempts}
+	item.IdempotencyKey, _ = ctx.Value(idempotencyKey{}).(string)
 	for _, tr := range t.tiers {
 		item.PromptVersions = append(item.PromptVersions, tr.version)
 	}

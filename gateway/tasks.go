@@ -89,7 +89,7 @@ func (g *Gateway) task(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := &recorder{header: http.Header{}}
-	g.runTask(rec, r, t, body)
+	g.runTask(rec, r.WithContext(cascade.WithIdempotencyKey(r.Context(), key)), t, body)
 	status := rec.status
 	if r.Context().Err() != nil {
 		status = 0

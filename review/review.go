@@ -27,7 +27,10 @@ type Item struct {
 	ID     string
 	Task   string
 	Tenant string
-	Input  json.RawMessage
+	// IdempotencyKey, when set, makes the item unique per (Tenant, Task, key): enqueueing it
+	// again returns the first item's id instead of queueing twice.
+	IdempotencyKey string
+	Input          json.RawMessage
 	// Attempts are the tiers tried, with their outcomes and errors.
 	Attempts []afloat.Attempt
 	// PromptVersions are the prompt versions tried.
