@@ -162,6 +162,18 @@ func (g *Gateway) putFlags(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_flags", err.Error())
 		return
 	}
+	// A task the document omits takes its default: the flags the config gave it (a staged
+	// rollout stays staged), not "on for everyone".
+	if doc.Tasks == nil {
+		doc.Tasks = map[string]flags.TaskFlags{}
+	}
+	if g.flagDefaults != nil {
+		for name, tf := range g.flagDefaults.Tasks {
+			if _, ok := doc.Tasks[name]; !ok {
+				doc.Tasks[name] = tf
+			}
+		}
+	}
 	if err := g.cfg.Flags.Set(r.Context(), &doc); err != nil {
 		writeError(w, http.StatusServiceUnavailable, "flags_unavailable", "the flags cannot be written: "+err.Error())
 		return

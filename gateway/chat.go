@@ -318,6 +318,9 @@ func (g *Gateway) chatFailed(w http.ResponseWriter, r *http.Request, rep *cascad
 		}
 		setAfloatHeaders(w.Header(), afloat.SourceUnavailable, "", true)
 		setRetryAfter(w, 30*time.Second)
+		// OpenAI's SDKs retry a 503 twice, waiting out Retry-After each time: a client would
+		// hang for a minute before it sees that the feature is off. This header stops that.
+		w.Header().Set("X-Should-Retry", "false")
 		writeChatError(w, http.StatusServiceUnavailable, "afloat_unavailable", "afloat_unavailable",
 			fmt.Sprintf("no model of this route could answer (reason %s); retry later", reason), "")
 	case r.Context().Err() != nil:
@@ -410,7 +413,7 @@ func chatCompletion(model string, rep *cascade.Reply, now time.Time) completion 
 		ID: newID(), Object: "chat.completion", Created: now.Unix(), Model: model,
 		Choices: []choice{{Index: 0, Message: msg, FinishReason: &finish}},
 		Usage:   usageOf(rep.Usage),
-		Afloat:  map[string]any{"source": rep.Source, "provider": rep.Provider, "tier": rep.Tier, "degraded": rep.Degraded, "reason": nullable(string(rep.Reason)), "attempts": rep.Attempts},
+		Afloat:  map[string]any{"source": rep.Source, "provider": rep.Provider, "tier": rep.Tier, "degraded": rep.Degraded, "reason": nullable(string(rep.Reason)), "attempts": publicAttempts(rep.Attempts)},
 	}
 }
 
@@ -487,6 +490,8 @@ func (g *Gateway) chatStream(w http.ResponseWriter, r *http.Request, cr *chatReq
 	}
 	var se *cascade.StreamError
 	switch {
+	case r.Context().Err() != nil:
+		return // the client left; nobody reads the rest
 	case errors.As(err, &se):
 		g.log.Warn("stream cut after its first chunk", "route", cr.Model, "provider", se.Provider, "err", se.Err)
 		_ = write(map[string]apiError{"error": {Code: "stream_interrupted", Type: "afloat_stream_error",

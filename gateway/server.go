@@ -74,6 +74,9 @@ type Gateway struct {
 	keys    []tenantKey
 	idem    *idempotency
 	handler http.Handler
+	// flagDefaults is the flag document the store held at start: the config's. PUT
+	// /admin/flags fills what a document omits from it.
+	flagDefaults *flags.Document
 }
 
 type tenantKey struct {
@@ -114,6 +117,11 @@ func New(cfg Config) (*Gateway, error) {
 		}
 	}
 	g.idem = newIdempotency(g.clock, 24*time.Hour, 10000)
+	if cfg.Flags != nil {
+		if d, err := cfg.Flags.Flags(context.Background()); err == nil {
+			g.flagDefaults = d
+		}
+	}
 
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/tasks/{task}", g.client(http.HandlerFunc(g.task)))
@@ -130,6 +138,17 @@ func New(cfg Config) (*Gateway, error) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", g.ready)
+	// A known path with another method is 405 with Allow, in the JSON error shape.
+	for path, allow := range map[string]string{
+		"/v1/tasks/{task}": "POST", "/v1/chat/completions": "POST", "/v1/reviews/{id}": "GET",
+		"/admin/status": "GET", "/admin/flags": "GET, PUT", "/admin/breakers/{provider}": "PUT",
+		"/admin/faults/{provider}": "PUT, DELETE", "/metrics": "GET", "/healthz": "GET", "/readyz": "GET",
+	} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" "+r.URL.Path+": allowed "+allow)
+		})
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})

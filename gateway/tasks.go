@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -14,6 +15,9 @@ import (
 	"github.com/afloat-dev/afloat/cascade"
 	"github.com/afloat-dev/afloat/latency"
 )
+
+// maxBudgetMS caps a call's own budget at an hour; the task's budget caps it further.
+const maxBudgetMS = 3_600_000
 
 // taskRequest is the body of POST /v1/tasks/{task}.
 type taskRequest struct {
@@ -36,8 +40,8 @@ func decodeTaskRequest(body []byte) (*taskRequest, error) {
 	if req.Input == nil {
 		return nil, errors.New(`"input" is required and must be an object`)
 	}
-	if req.BudgetMS != nil && *req.BudgetMS <= 0 {
-		return nil, errors.New(`"budget_ms" must be a positive number of milliseconds`)
+	if req.BudgetMS != nil && (*req.BudgetMS <= 0 || *req.BudgetMS > maxBudgetMS) {
+		return nil, fmt.Errorf(`"budget_ms" must be a number of milliseconds from 1 to %d`, maxBudgetMS)
 	}
 	return &req, nil
 }
@@ -151,10 +155,38 @@ func (g *Gateway) runTask(w http.ResponseWriter, r *http.Request, t *cascade.Tas
 		g.log.Error("task failed", "task", t.Name(), "err", err)
 		writeError(w, http.StatusInternalServerError, "internal", "the task failed: "+err.Error())
 	case res.Source == afloat.SourceHuman:
+		g.logDegraded(r, t.Name(), res.Attempts)
+		res.Attempts = publicAttempts(res.Attempts)
 		w.Header().Set("Location", "/v1/reviews/"+res.ReviewID)
 		writeJSON(w, http.StatusAccepted, humanEnvelope{Result: res, StatusURL: "/v1/reviews/" + res.ReviewID})
 	default:
+		if res.Degraded {
+			g.logDegraded(r, t.Name(), res.Attempts)
+		}
+		res.Attempts = publicAttempts(res.Attempts)
 		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// publicAttempts returns the attempts without their error texts: those name internal hosts
+// and quote upstreams, which is the operators' business (logs, review items), not a
+// tenant's.
+func publicAttempts(in []afloat.Attempt) []afloat.Attempt {
+	out := make([]afloat.Attempt, len(in))
+	for i, a := range in {
+		a.Error = ""
+		out[i] = a
+	}
+	return out
+}
+
+// logDegraded logs why a call did not get tier 0's answer, attempt by attempt.
+func (g *Gateway) logDegraded(r *http.Request, scope string, attempts []afloat.Attempt) {
+	for _, a := range attempts {
+		if a.Outcome != afloat.OutcomeOK {
+			g.log.LogAttrs(r.Context(), slog.LevelInfo, "attempt failed", slog.String("task", scope),
+				slog.String("provider", a.Provider), slog.String("outcome", string(a.Outcome)), slog.String("error", a.Error))
+		}
 	}
 }
 

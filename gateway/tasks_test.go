@@ -1,12 +1,14 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/flags"
 )
 
 const ticketBody = `{"input": {"message": "Сайт не работает"}}`
@@ -302,5 +304,48 @@ func TestNoCredentialInLogs(t *testing.T) {
 		if strings.Contains(logs, secret) {
 			t.Fatalf("a credential reached the log: %s", secret)
 		}
+	}
+}
+
+func TestWrongMethodIs405AndHugeBudgetIs400(t *testing.T) {
+	e := newEnv(t)
+	status, hdr, body := e.do("GET", "/v1/chat/completions", clientKey, "")
+	if status != 405 || hdr.Get("Allow") != "POST" || !strings.Contains(string(body), "method_not_allowed") {
+		t.Fatalf("GET chat: %d Allow %q %s", status, hdr.Get("Allow"), body)
+	}
+	if status, _, _ := e.do("DELETE", "/admin/flags", adminToken, ""); status != 405 {
+		t.Fatalf("DELETE flags: %d", status)
+	}
+	if status, _, body := e.do("POST", "/v1/tasks/triage", clientKey, `{"input": {"message": "x"}, "budget_ms": 9300000000000}`); status != 400 || !strings.Contains(string(body), "budget_ms") {
+		t.Fatalf("huge budget: %d %s", status, body)
+	}
+}
+
+func TestAttemptErrorsStayOutOfTheEnvelope(t *testing.T) {
+	e := newEnv(t)
+	e.primary.set("fail")
+	_, _, body := e.do("POST", "/v1/tasks/triage", clientKey, ticketBody)
+	res := decode[envelope](t, body)
+	if len(res.Attempts) != 2 || res.Attempts[0].Outcome != "unavailable" {
+		t.Fatalf("attempts %+v", res.Attempts)
+	}
+	if strings.Contains(string(body), "127.0.0.1") || strings.Contains(string(body), `"error"`) {
+		t.Fatalf("an upstream's error text reached the client: %s", body)
+	}
+	if !strings.Contains(e.logs.String(), "attempt failed") {
+		t.Fatal("the failed attempt was not logged for operators")
+	}
+}
+
+func TestPutFlagsKeepsConfiguredRolloutOfOmittedTasks(t *testing.T) {
+	pct := 10
+	fl := flags.NewMemory()
+	_ = fl.Set(context.Background(), &flags.Document{Tasks: map[string]flags.TaskFlags{"triage": {RolloutPct: &pct}}})
+	e := newEnv(t, func(c *Config) { c.Flags = fl })
+	_, _, body := e.do("PUT", "/admin/flags", adminToken, `{"kill": true}`)
+	_, _, body = e.do("PUT", "/admin/flags", adminToken, `{"kill": false}`)
+	doc := decode[flags.Document](t, body)
+	if got := doc.Tasks["triage"].Rollout(); got != 10 {
+		t.Fatalf("triage rollout %d after two PUTs that omitted it, want the configured 10", got)
 	}
 }

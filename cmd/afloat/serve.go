@@ -65,7 +65,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// ReadTimeout bounds reading a request (a body trickled in byte by byte holds no
+	// goroutine forever); there is no WriteTimeout, since a streamed answer may take as long
+	// as its route's budget.
+	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("afloat listening", "addr", ln.Addr().String(), "tasks", rt.TaskOrder, "routes", rt.RouteOrder,
@@ -81,6 +84,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sctx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
 	err = srv.Shutdown(sctx)
+	if err != nil {
+		// The grace period is over: cut what is left rather than hang.
+		log.Warn("grace period over: closing the connections still open", "err", err)
+		_ = srv.Close()
+	}
 	if c, ok := rt.Review.(io.Closer); ok {
 		if cerr := c.Close(); cerr != nil {
 			log.Error("closing the review store", "err", cerr)

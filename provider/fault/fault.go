@@ -1,6 +1,7 @@
 package fault
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,8 +20,8 @@ const (
 	// ModeNone: no fault; calls go through.
 	ModeNone Mode = ""
 	// ModeUnavailable: every call fails at once with Status, classified as the provider's
-	// adapter would (5xx and 529 unavailable, 429 throttled, 401/402/403 unusable, other
-	// 4xx contract).
+	// adapter would (5xx, 529 and 408 unavailable, 429 throttled, 401/402/403 unusable,
+	// other 4xx contract).
 	ModeUnavailable Mode = "unavailable"
 	// ModeTimeout: every call hangs until its context ends.
 	ModeTimeout Mode = "timeout"
@@ -79,7 +80,9 @@ func (f Fault) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads Delay as a Go duration ("5s", "700ms").
 func (f *Fault) UnmarshalJSON(b []byte) error {
 	var j faultJSON
-	if err := json.Unmarshal(b, &j); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // a typo ("dealy") must not inject a default fault
+	if err := dec.Decode(&j); err != nil {
 		return err
 	}
 	out := Fault{Mode: j.Mode, Status: j.Status}
@@ -171,7 +174,7 @@ func kindOf(status int) afloat.Kind {
 		return afloat.Throttled
 	case status == 401 || status == 402 || status == 403:
 		return afloat.Unusable
-	case status >= 500:
+	case status >= 500 || status == 408:
 		return afloat.Unavailable
 	}
 	return afloat.Contract

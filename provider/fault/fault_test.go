@@ -35,6 +35,7 @@ func TestModes(t *testing.T) {
 		{"throttled", Fault{Mode: ModeUnavailable, Status: 429}, 429, afloat.Throttled, 0, ""},
 		{"unusable", Fault{Mode: ModeUnavailable, Status: 402}, 402, afloat.Unusable, 0, ""},
 		{"contract", Fault{Mode: ModeUnavailable, Status: 400}, 400, afloat.Contract, 0, ""},
+		{"request timeout", Fault{Mode: ModeUnavailable, Status: 408}, 408, afloat.Unavailable, 0, ""},
 		{"malformed", Fault{Mode: ModeMalformed}, 0, 0, 0, "I'm sorry"},
 	}
 	for _, tt := range tests {
@@ -123,6 +124,9 @@ func TestValidateAndJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"mode":"slow","delay":"soon"}`), &f); err == nil {
 		t.Fatal("bad delay accepted")
+	}
+	if err := json.Unmarshal([]byte(`{"mode":"slow","dealy":"100ms"}`), &f); err == nil {
+		t.Fatal("a misspelt field was accepted (and would inject the default 5s)")
 	}
 }
 
