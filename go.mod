@@ -6,10 +6,12 @@ require (
 	github.com/DataDog/sketches-go v1.4.8
 	github.com/goccy/go-yaml v1.19.2
 	github.com/jonboulle/clockwork v0.5.0
+	github.com/kaptinlin/jsonrepair v0.2.15
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	golang.org/x/text v0.42.0
+	modernc.org/sqlite v1.62.0
 )
 
 require (
@@ -19,7 +21,6 @@ require (
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20251027170946-4849db3c2f7e // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/kaptinlin/jsonrepair v0.2.15 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
@@ -37,5 +38,4 @@ require (
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-	modernc.org/sqlite v1.62.0 // indirect
 )

@@ -4,6 +4,13 @@
 // and when every tier is skipped or fails the task's on_exhausted policy answers (a
 // heuristic, nothing, a human review item, or a block).
 //
+// The contract check is normalize's pipeline over the task's schema and synonyms (a route's:
+// the request's json_schema response format, and its tools' parameter schemas for tool-call
+// arguments). A violation is re-asked on the same provider (Tier.Reask overrides the
+// clarifying message), at most MaxReasks times and inside the budget, then the next tier is
+// tried; it never moves the provider's breaker. Each step that changed an answer is counted in
+// afloat_normalize_total, and each answer in afloat_prompt_answers_total by prompt version.
+//
 // An Engine holds the providers and what they share across tasks (one breaker, one
 // bulkhead, one retry budget per provider); a Task is one use of AI with its criticality,
 // schema, budget and tiers:

@@ -108,6 +108,9 @@ type Config struct {
 	// Metrics receives the metrics of shared/DESIGN.md §8. nil means metrics registered
 	// nowhere.
 	Metrics *telemetry.Metrics
+	// Prompts receives the per prompt version metrics (afloat_prompt_answers_total). nil
+	// means metrics registered nowhere.
+	Prompts *telemetry.PromptMetrics
 	// Clock drives every timer, deadline and window. nil means real time.
 	Clock clockwork.Clock
 	// Logger receives state changes and failures. nil discards them.
@@ -120,6 +123,7 @@ type Engine struct {
 	flags     flags.Source
 	review    review.Queue
 	metrics   *telemetry.Metrics
+	prompts   *telemetry.PromptMetrics
 	log       *slog.Logger
 	latency   *latency.Set
 	upstreams map[string]*upstream
@@ -157,7 +161,7 @@ func (u *upstream) release() { u.inFlight.Add(-1) }
 // New builds an Engine. Every provider's breaker and guards are created here.
 func New(cfg Config) (*Engine, error) {
 	e := &Engine{
-		clock: cfg.Clock, flags: cfg.Flags, review: cfg.Review, metrics: cfg.Metrics, log: cfg.Logger,
+		clock: cfg.Clock, flags: cfg.Flags, review: cfg.Review, metrics: cfg.Metrics, prompts: cfg.Prompts, log: cfg.Logger,
 		latency: latency.NewSet(), upstreams: map[string]*upstream{}, names: map[string]bool{},
 	}
 	if e.clock == nil {
@@ -178,6 +182,13 @@ func New(cfg Config) (*Engine, error) {
 			return nil, err
 		}
 		e.metrics = m
+	}
+	if e.prompts == nil {
+		pm, err := telemetry.NewPromptMetrics(nil)
+		if err != nil {
+			return nil, err
+		}
+		e.prompts = pm
 	}
 	if len(cfg.Providers) == 0 {
 		return nil, errors.New("cascade: no providers")
@@ -272,6 +283,9 @@ func (e *Engine) Flags() flags.Source { return e.flags }
 
 // Metrics returns the engine's metrics.
 func (e *Engine) Metrics() *telemetry.Metrics { return e.metrics }
+
+// PromptMetrics returns the engine's per prompt version metrics.
+func (e *Engine) PromptMetrics() *telemetry.PromptMetrics { return e.prompts }
 
 type tenantKey struct{}
 

@@ -16,6 +16,7 @@ import (
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/latency"
 	"github.com/afloat-dev/afloat/normalize"
+	"github.com/afloat-dev/afloat/prompt"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -43,6 +44,11 @@ type RouteTier struct {
 	MaxTokens int
 	// Temperature replaces the client's; nil keeps it.
 	Temperature *float64
+	// Reask overrides the clarifying message of a re-ask after an answer that breaks the
+	// request's json_schema response format, as Tier.Reask does for a task. nil uses
+	// normalize.ReaskText. Tool calls with invalid arguments are re-asked with one tool
+	// message per call instead (normalize.ToolReaskText).
+	Reask *prompt.Template
 }
 
 // RouteConfig is a named cascade for chat completions: the client's own messages, tools and
@@ -58,7 +64,8 @@ type RouteConfig struct {
 	// Cascade is the ordered tiers; at least one.
 	Cascade []RouteTier
 	// MaxReasks bounds the re-asks after an answer that breaks the request's json_schema
-	// response format, per tier. 0 means 1; a negative value disables them.
+	// response format or calls a tool with arguments that break the tool's parameter schema,
+	// per tier. 0 means 1; a negative value disables them.
 	MaxReasks int
 }
 
@@ -108,6 +115,7 @@ type Route struct {
 	okRequests  prometheus.Counter
 	shareGauge  prometheus.Gauge
 	share       *shareWindow
+	steps       stepCounters
 	contractsMu sync.Mutex
 	contracts   map[string]*normalize.Contract // schema text → compiled; at most maxContracts
 }
@@ -156,6 +164,12 @@ func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
 			return nil, err
 		}
 		tr.maxTokens, tr.temperature = rt.MaxTokens, rt.Temperature
+		if rt.Reask != nil {
+			if err := checkReask(rt.Reask, json.RawMessage(`{"type": "object"}`)); err != nil {
+				return nil, fmt.Errorf("tier %d (%s): %w", i, rt.Provider, err)
+			}
+			tr.reask = rt.Reask
+		}
 		if tr.streamEst, err = e.latency.Estimator(tr.up.name, cfg.Name+"/stream", tr.up.timeouts); err != nil {
 			return nil, err
 		}
@@ -185,6 +199,7 @@ func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
 		return nil, err
 	}
 	r.okRequests, r.shareGauge = e.initSeries(cfg.Name, r.tiers)
+	r.steps = e.stepCounters(cfg.Name)
 	return r, nil
 }
 
@@ -249,19 +264,48 @@ func (r *Route) contract(in *afloat.Request) (*normalize.Contract, error) {
 	if rf == nil || rf.Type != "json_schema" || len(rf.Schema) == 0 {
 		return nil, nil
 	}
+	const field = "response_format.json_schema.schema"
 	if len(rf.Schema) > maxSchema {
-		return nil, &RequestError{Field: "response_format.json_schema.schema", Problem: fmt.Sprintf("schema over %d bytes", maxSchema)}
+		return nil, &RequestError{Field: field, Problem: fmt.Sprintf("schema over %d bytes", maxSchema)}
 	}
-	key := string(rf.Schema)
+	c, err := r.compiled(string(rf.Schema), func() (*normalize.Contract, error) { return normalize.Compile(r.name, rf.Schema) })
+	if err != nil {
+		return nil, &RequestError{Field: field, Problem: err.Error()}
+	}
+	return c, nil
+}
+
+// tools returns the contracts of the request's tools, by name, or nil when it has none.
+func (r *Route) tools(in *afloat.Request) (map[string]*normalize.Contract, error) {
+	if len(in.Tools) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*normalize.Contract, len(in.Tools))
+	for i, tool := range in.Tools {
+		field := fmt.Sprintf("tools[%d].parameters", i)
+		if len(tool.Parameters) > maxSchema {
+			return nil, &RequestError{Field: field, Problem: fmt.Sprintf("schema over %d bytes", maxSchema)}
+		}
+		c, err := r.compiled("tool\x00"+tool.Name+"\x00"+string(tool.Parameters), func() (*normalize.Contract, error) { return normalize.CompileTool(tool) })
+		if err != nil {
+			return nil, &RequestError{Field: field, Problem: err.Error()}
+		}
+		out[tool.Name] = c
+	}
+	return out, nil
+}
+
+// compiled returns the contract cached under key, compiling it on a miss.
+func (r *Route) compiled(key string, compile func() (*normalize.Contract, error)) (*normalize.Contract, error) {
 	r.contractsMu.Lock()
 	c, ok := r.contracts[key]
 	r.contractsMu.Unlock()
 	if ok {
 		return c, nil
 	}
-	c, err := normalize.Compile(r.name, rf.Schema)
+	c, err := compile()
 	if err != nil {
-		return nil, &RequestError{Field: "response_format.json_schema.schema", Problem: err.Error()}
+		return nil, err
 	}
 	r.contractsMu.Lock()
 	if len(r.contracts) >= maxContracts {
@@ -289,6 +333,10 @@ func (r *Route) Complete(ctx context.Context, in *afloat.Request) (*Reply, error
 	if err != nil {
 		return nil, err
 	}
+	tools, err := r.tools(in)
+	if err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -304,7 +352,7 @@ func (r *Route) Complete(ctx context.Context, in *afloat.Request) (*Reply, error
 		req, err := r.request(i, in)
 		if err != nil {
 			r.e.addAttempt(&log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
-		} else if resp, outcome := r.ask(ctx, tr, req, contract, &log); outcome == afloat.OutcomeOK {
+		} else if resp, outcome := r.ask(ctx, tr, req, contract, tools, &log); outcome == afloat.OutcomeOK {
 			return r.answered(log, tr, resp, start, tr.idx > 0), nil
 		}
 		if i == 0 {
@@ -317,31 +365,80 @@ func (r *Route) Complete(ctx context.Context, in *afloat.Request) (*Reply, error
 	return r.exhausted(log, start)
 }
 
-// ask calls one tier and, with a contract, checks the answer and re-asks.
-func (r *Route) ask(ctx context.Context, tr *tier, req *afloat.Request, c *normalize.Contract, log *afloat.Result[json.RawMessage]) (*afloat.Response, afloat.Outcome) {
+// ask calls one tier, checks the answer (tool calls against their tools' parameters, text
+// against the json_schema response format) and re-asks after a violation.
+func (r *Route) ask(ctx context.Context, tr *tier, req *afloat.Request, c *normalize.Contract, tools map[string]*normalize.Contract, log *afloat.Result[json.RawMessage]) (*afloat.Response, afloat.Outcome) {
 	for reask := 0; ; reask++ {
 		resp, outcome := r.e.call(ctx, tr, req, reask > 0, log)
 		if outcome != afloat.OutcomeOK {
 			return nil, outcome
 		}
-		if c == nil || len(resp.ToolCalls) > 0 {
+		var verr *afloat.ContractError
+		switch {
+		case len(resp.ToolCalls) > 0 && tools != nil:
+			chk := normalize.CheckToolCalls(resp.ToolCalls, tools)
+			if chk.Steps != 0 {
+				r.steps.count(chk.Steps)
+			}
+			if chk.Err == nil {
+				tr.attempts[afloat.OutcomeOK].Inc()
+				out := *resp
+				out.ToolCalls = chk.Calls
+				return &out, afloat.OutcomeOK
+			}
+			verr = chk.Err
+			r.e.violation(r.name, tr, log, verr)
+			if reask >= r.maxReasks {
+				return nil, afloat.OutcomeContractViolation
+			}
+			tr.reasks.Inc()
+			req = toolReaskRequest(req, resp, chk, tools)
+			continue
+		case c == nil || len(resp.ToolCalls) > 0:
 			tr.attempts[afloat.OutcomeOK].Inc()
 			return resp, afloat.OutcomeOK
 		}
-		val, err := c.Check(resp.Content)
-		if err == nil {
+		res := c.Normalize(resp.Content)
+		if res.Steps != 0 {
+			r.steps.count(res.Steps)
+		}
+		if res.Err == nil {
 			tr.attempts[afloat.OutcomeOK].Inc()
 			out := *resp
-			out.Content = string(val)
+			out.Content = string(res.Value)
 			return &out, afloat.OutcomeOK
 		}
-		r.e.violation(r.name, tr, log, err)
+		verr = res.Err
+		r.e.violation(r.name, tr, log, verr)
 		if reask >= r.maxReasks {
 			return nil, afloat.OutcomeContractViolation
 		}
 		tr.reasks.Inc()
-		req = reaskRequest(req, resp.Content, err, c.Schema())
+		req = r.e.reaskRequest(tr, req, resp.Content, verr, c.Schema())
 	}
+}
+
+// toolReaskRequest appends the model's tool calls to the conversation and answers each with
+// a tool message: why its arguments do not fit, or that it was not made because another
+// call's did not. The model then calls again.
+func toolReaskRequest(req *afloat.Request, resp *afloat.Response, chk normalize.ToolCheck, tools map[string]*normalize.Contract) *afloat.Request {
+	next := *req
+	msgs := make([]afloat.Message, 0, len(req.Messages)+1+len(resp.ToolCalls))
+	msgs = append(msgs, req.Messages...)
+	msgs = append(msgs, afloat.Message{Role: afloat.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
+	for i, call := range resp.ToolCalls {
+		text := "This call was not made: another call's arguments do not fit their tool. Call it again if you still need it."
+		if e := chk.Errs[i]; e != nil {
+			var schema json.RawMessage
+			if c := tools[call.Name]; c != nil {
+				schema = c.Schema()
+			}
+			text = normalize.ToolReaskText(e, call.Name, schema)
+		}
+		msgs = append(msgs, afloat.Message{Role: afloat.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: text})
+	}
+	next.Messages = msgs
+	return &next
 }
 
 // violation marks the last attempt as a contract violation and counts it.
@@ -355,6 +452,9 @@ func (e *Engine) violation(scope string, tr *tier, log *afloat.Result[json.RawMe
 	}
 	e.metrics.ContractViolations.WithLabelValues(scope, tr.up.name, stage).Inc()
 	tr.attempts[afloat.OutcomeContractViolation].Inc()
+	if c := tr.answers[stage]; c != nil {
+		c.Inc()
+	}
 }
 
 func (r *Route) allowed(ctx context.Context) bool {
@@ -403,8 +503,10 @@ type EmitFunc func(provider string, tier int, c afloat.Chunk) error
 // Until emit is first called another tier may still answer: a tier whose stream fails before
 // its first chunk is skipped like a failed call. Once a chunk went out, a failure ends the
 // call with a *StreamError. With a json_schema response format the answer is checked whole
-// first (re-asked or passed on to the next tier like Complete's) and then emitted. An error
-// from emit (the client left) stops the call and is returned.
+// first (re-asked or passed on to the next tier like Complete's) and then emitted. Without
+// one, tool calls are streamed as they come: their arguments, checked by Complete, cannot be
+// re-asked once a chunk is out. An error from emit (the client left) stops the call and is
+// returned.
 func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (*Reply, error) {
 	contract, err := r.contract(in)
 	if err != nil {

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/latency"
+	"github.com/afloat-dev/afloat/normalize"
 	"github.com/afloat-dev/afloat/review"
 	"github.com/jonboulle/clockwork"
 )
@@ -65,8 +65,8 @@ func (t *Task) RunJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 	return t.exhausted(ctx, in, res, start)
 }
 
-// runTier asks one tier, re-asking once after a contract violation, and returns the valid
-// answer or the tier's final outcome.
+// runTier asks one tier, re-asking up to maxReasks times after a contract violation, and
+// returns the valid answer or the tier's final outcome.
 func (t *Task) runTier(ctx context.Context, tr *tier, in afloat.Input, res *afloat.Result[json.RawMessage]) (json.RawMessage, afloat.Outcome) {
 	msgs, err := tr.prompt.Render(in)
 	if err != nil {
@@ -82,38 +82,43 @@ func (t *Task) runTier(ctx context.Context, tr *tier, in afloat.Input, res *aflo
 		if outcome != afloat.OutcomeOK {
 			return nil, outcome
 		}
-		val, err := t.contract.Check(resp.Content)
-		if err == nil {
-			tr.attempts[afloat.OutcomeOK].Inc()
-			return val, afloat.OutcomeOK
+		out := t.contract.Normalize(resp.Content)
+		if out.Steps != 0 {
+			t.steps.count(out.Steps)
 		}
-		t.e.violation(t.name, tr, res, err)
+		if out.Err == nil {
+			tr.attempts[afloat.OutcomeOK].Inc()
+			tr.answers["ok"].Inc()
+			return out.Value, afloat.OutcomeOK
+		}
+		t.e.violation(t.name, tr, res, out.Err)
 		if reask >= t.maxReasks {
 			return nil, afloat.OutcomeContractViolation
 		}
 		tr.reasks.Inc()
-		req = reaskRequest(req, resp.Content, err, t.contract.Schema())
+		req = t.e.reaskRequest(tr, req, resp.Content, out.Err, t.contract.Schema())
 	}
 }
 
-// reaskRequest appends the model's answer and a clarifying message quoting the validation
-// errors to the conversation.
-func reaskRequest(req *afloat.Request, answer string, verr error, schema json.RawMessage) *afloat.Request {
-	var b strings.Builder
-	b.WriteString("Your previous answer does not fit the required format.\n")
-	var ce *afloat.ContractError
-	if errors.As(verr, &ce) && len(ce.Details) > 0 {
-		b.WriteString("Problems:\n")
-		for _, d := range ce.Details {
-			b.WriteString("- " + d + "\n")
+// reaskRequest appends the model's answer and the clarifying message to the conversation:
+// the tier's own re-ask template when it has one, else normalize.ReaskText.
+func (e *Engine) reaskRequest(tr *tier, req *afloat.Request, answer string, verr error, schema json.RawMessage) *afloat.Request {
+	var extra []afloat.Message
+	if tr.reask != nil {
+		msgs, err := tr.reask.Render(normalize.ReaskData(verr, schema, answer))
+		if err == nil {
+			extra = msgs
+		} else {
+			e.log.Error("re-ask template failed; the default message is sent", "provider", tr.up.name, "err", err)
 		}
 	}
-	b.WriteString("Answer again with exactly one JSON object and nothing else, valid against this JSON Schema:\n")
-	b.Write(schema)
+	if extra == nil {
+		extra = []afloat.Message{{Role: afloat.RoleUser, Content: normalize.ReaskText(verr, schema)}}
+	}
 	next := *req
-	next.Messages = append(append(make([]afloat.Message, 0, len(req.Messages)+2), req.Messages...),
-		afloat.Message{Role: afloat.RoleAssistant, Content: answer},
-		afloat.Message{Role: afloat.RoleUser, Content: b.String()})
+	next.Messages = append(append(make([]afloat.Message, 0, len(req.Messages)+1+len(extra)), req.Messages...),
+		afloat.Message{Role: afloat.RoleAssistant, Content: answer})
+	next.Messages = append(next.Messages, extra...)
 	return &next
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/afloat-dev/afloat/latency"
 	"github.com/afloat-dev/afloat/normalize"
 	"github.com/afloat-dev/afloat/prompt"
+	"github.com/afloat-dev/afloat/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -60,6 +61,11 @@ type Tier struct {
 	MaxTokens int
 	// Temperature is nil to leave it to the provider.
 	Temperature *float64
+	// Reask overrides the clarifying message of a re-ask for this provider: the messages it
+	// renders are appended to the conversation after the model's answer. Its data are
+	// normalize.ReaskData's: errors ([]string), stage, schema and answer (strings); it may
+	// read no other field. nil uses normalize.ReaskText as one user message.
+	Reask *prompt.Template
 }
 
 // TaskConfig is one use of AI in the product.
@@ -75,6 +81,10 @@ type TaskConfig struct {
 	Budget time.Duration
 	// Schema is the JSON Schema of the answer; required.
 	Schema []byte
+	// Synonyms map a property of Schema to other words a model may use for it
+	// ({"department": ["категория", "category"]}); see normalize.WithSynonyms. nil means
+	// none; a property the schema lacks is refused.
+	Synonyms map[string][]string
 	// Inputs are the input fields a call must carry; nil takes the fields the tiers'
 	// templates read.
 	Inputs []string
@@ -110,6 +120,7 @@ type Task struct {
 	maxReasks int
 	share     *shareWindow
 
+	steps      stepCounters
 	okRequests prometheus.Counter
 	shareGauge prometheus.Gauge
 }
@@ -119,6 +130,7 @@ type tier struct {
 	idx         int
 	up          *upstream
 	prompt      *prompt.Template
+	reask       *prompt.Template
 	version     string
 	est         *latency.Estimator
 	streamEst   *latency.Estimator // routes: time to first chunk, learnt apart from whole answers
@@ -132,6 +144,7 @@ type tier struct {
 	cost        prometheus.Counter
 	reasks      prometheus.Counter
 	retries     prometheus.Counter
+	answers     map[string]prometheus.Counter // by result (ok or a stage); nil for routes
 }
 
 // Task builds a task over the engine's providers. It refuses a configuration that could not
@@ -170,7 +183,7 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 	if len(cfg.Schema) == 0 {
 		return nil, errors.New("schema is required")
 	}
-	contract, err := normalize.Compile(cfg.Name, cfg.Schema)
+	contract, err := normalize.Compile(cfg.Name, cfg.Schema, normalize.WithSynonyms(cfg.Synonyms))
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +232,18 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 			return nil, err
 		}
 		tr.prompt, tr.maxTokens, tr.temperature = tc.Prompt, tc.MaxTokens, tc.Temperature
+		if tc.Reask != nil {
+			if err := checkReask(tc.Reask, contract.Schema()); err != nil {
+				return nil, fmt.Errorf("tier %d (%s): %w", i, tc.Provider, err)
+			}
+			tr.reask = tc.Reask
+		}
+		tr.answers = map[string]prometheus.Counter{}
+		pv := tc.Prompt.Version()
+		e.prompts.Init(cfg.Name, tc.Provider, pv)
+		for _, r := range telemetry.PromptResults() {
+			tr.answers[r] = e.prompts.Answers.WithLabelValues(cfg.Name, tc.Provider, pv, r)
+		}
 		t.tiers = append(t.tiers, tr)
 		fields = append(fields, tc.Prompt.Fields()...)
 	}
@@ -233,7 +258,43 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 		return nil, err
 	}
 	t.okRequests, t.shareGauge = e.initSeries(cfg.Name, t.tiers)
+	t.steps = e.stepCounters(cfg.Name)
 	return t, nil
+}
+
+// checkReask refuses a re-ask template that reads a field ReaskData does not set or that
+// cannot render.
+func checkReask(tpl *prompt.Template, schema json.RawMessage) error {
+	for _, f := range tpl.Fields() {
+		if !slices.Contains(normalize.ReaskFields(), f) {
+			return fmt.Errorf("re-ask template %s reads %q; it may read %s", tpl.Name(), f, strings.Join(normalize.ReaskFields(), ", "))
+		}
+	}
+	sample := &afloat.ContractError{Stage: normalize.StageSchema, Details: []string{"at /: missing property 'x'"}}
+	if _, err := tpl.Render(normalize.ReaskData(sample, schema, "{}")); err != nil {
+		return fmt.Errorf("re-ask template: %w", err)
+	}
+	return nil
+}
+
+// stepCounters are the afloat_normalize_total series of a task or route, one per step.
+type stepCounters [normalize.NumSteps]prometheus.Counter
+
+func (e *Engine) stepCounters(scope string) stepCounters {
+	var sc stepCounters
+	for i := range sc {
+		sc[i] = e.metrics.Normalize.WithLabelValues(scope, normalize.Steps(1<<i).String())
+	}
+	return sc
+}
+
+// count adds the steps that changed an answer.
+func (sc *stepCounters) count(s normalize.Steps) {
+	for i := range sc {
+		if s&(1<<i) != 0 {
+			sc[i].Inc()
+		}
+	}
 }
 
 // newTier resolves tier i of the task or route named scope against the engine, with its

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/afloat-dev/afloat/review"
 )
 
 func BenchmarkParse(b *testing.B) {
@@ -28,7 +30,7 @@ func BenchmarkBuild(b *testing.B) {
 	clk := clockwork.NewFakeClock()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := f.Build(BuildOptions{Clock: clk}); err != nil {
+		if _, err := f.Build(BuildOptions{Clock: clk, Review: review.NewMemory(clk)}); err != nil {
 			b.Fatal(err)
 		}
 	}

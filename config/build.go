@@ -2,9 +2,8 @@ package config
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -22,9 +21,12 @@ import (
 	"github.com/afloat-dev/afloat/internal/httpx"
 	"github.com/afloat-dev/afloat/latency"
 	"github.com/afloat-dev/afloat/prompt"
+	"github.com/afloat-dev/afloat/provider/anthropic"
 	"github.com/afloat-dev/afloat/provider/fault"
+	"github.com/afloat-dev/afloat/provider/gigachat"
 	"github.com/afloat-dev/afloat/provider/openai"
 	"github.com/afloat-dev/afloat/provider/sim"
+	"github.com/afloat-dev/afloat/provider/yandex"
 	"github.com/afloat-dev/afloat/review"
 	"github.com/afloat-dev/afloat/telemetry"
 )
@@ -37,6 +39,14 @@ type BuildOptions struct {
 	Logger *slog.Logger
 	// Registerer takes the metrics. nil means a new registry, returned in Runtime.Registry.
 	Registerer prometheus.Registerer
+	// Review is the review store to use instead of the file's (tests, the demo); its host
+	// closes it. nil makes Build open the file's store: SQLite at review.sqlite.path, with
+	// review.claim_ttl and review.retention, closed by Runtime.Close.
+	Review review.Store
+
+	// openReview is set by Build: open the file's store when Review is nil. Check builds
+	// without it, so that checking a config never creates a database.
+	openReview bool
 }
 
 // Runtime is a File made live: the engine with every provider, task and route, and what the
@@ -54,22 +64,28 @@ type Runtime struct {
 	Faults map[string]*fault.Provider
 	// Flags starts with every task and route on at its rollout_pct.
 	Flags *flags.Memory
-	// Review is in memory in this build: nothing queued survives a restart.
-	Review review.Queue
+	// Review is the review queue: BuildOptions.Review, or the file's store (SQLite) that
+	// Build opened and Close closes.
+	Review review.Store
 	// Registry is the registry the metrics went to when BuildOptions.Registerer was nil;
 	// nil otherwise.
 	Registry *prometheus.Registry
 	Metrics  *telemetry.Metrics
 	// ReviewSLA is each task's review SLA in force.
 	ReviewSLA map[string]time.Duration
+
+	// ownsReview: Build opened Review, and Close closes it.
+	ownsReview bool
 }
 
 // Build makes the file live: it builds each provider's adapter (no connection is made), its
 // guards, and every task and route over them. f must come from Load or Parse, which fill in
 // the defaults Build relies on. Every problem found is returned at once, as Errors.
 func (f *File) Build(opts BuildOptions) (*Runtime, error) {
+	opts.openReview = true
 	b := f.build(opts)
 	if len(b.errs) > 0 {
+		_ = b.rt.Close()
 		return nil, b.errs.sorted()
 	}
 	return b.rt, nil
@@ -123,6 +139,11 @@ func (f *File) build(opts BuildOptions) *builder {
 		return b
 	}
 	rt.Metrics = metrics
+	prompts, err := telemetry.NewPromptMetrics(reg)
+	if err != nil {
+		b.errorf("", "metrics: %v", err)
+		return b
+	}
 	if f.State.Backend != "memory" {
 		b.errorf("state.backend", "state backend %s is not available in this build", f.State.Backend)
 	}
@@ -138,9 +159,9 @@ func (f *File) build(opts BuildOptions) *builder {
 		return b
 	}
 	rt.Flags = flags.NewMemory()
-	rt.Review = review.NewMemory(b.clock)
+	rt.Review = b.reviewStore(opts)
 	rt.Engine, err = cascade.New(cascade.Config{
-		Providers: providers, Flags: rt.Flags, Review: rt.Review, Metrics: metrics, Clock: b.clock, Logger: b.log,
+		Providers: providers, Flags: rt.Flags, Review: rt.Review, Metrics: metrics, Prompts: prompts, Clock: b.clock, Logger: b.log,
 	})
 	if err != nil {
 		b.errorf("providers", "%v", err)
@@ -162,8 +183,6 @@ func (f *File) build(opts BuildOptions) *builder {
 	if err := rt.Flags.Set(context.Background(), doc); err != nil {
 		b.errorf("", "flags: %v", err)
 	}
-	b.log.Warn("review queue is in memory: queued items do not survive a restart",
-		"configured_store", f.Review.Store)
 	return b
 }
 
@@ -178,7 +197,12 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 	if !b.f.invalid[path] {
 		a, err := b.adapter(p)
 		if err != nil {
-			b.errorf(path+".type", "%v", err)
+			key := "type"
+			var ke *keyError
+			if errors.As(err, &ke) {
+				key = ke.key
+			}
+			b.errorf(path+"."+key, "%v", err)
 		} else {
 			adapter = a
 		}
@@ -220,50 +244,59 @@ func noneIsNegative(n int) int {
 	return n
 }
 
-// adapter builds the adapter of p's type.
+// adapter builds the adapter of p's type. An error that belongs to one key is a *keyError.
 func (b *builder) adapter(p *Provider) (afloat.Provider, error) {
-	switch p.Type {
-	case TypeOpenAI:
-		hc, err := httpClient(p)
-		if err != nil {
-			return nil, err
-		}
-		return openai.New(openai.Config{
-			Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers,
-			HTTPClient: hc, Clock: b.clock,
-		})
-	case TypeSim:
+	if p.Type == TypeSim {
 		return sim.New(sim.Config{
 			Name: p.Name, P50: p.Latency.P50, P95: p.Latency.P95, ErrorRate: p.ErrorRate,
 			ErrorStatus: p.ErrorStatus, Seed: p.Seed, Clock: b.clock,
 		})
 	}
+	hc, err := httpClient(p)
+	if err != nil {
+		return nil, err
+	}
+	switch p.Type {
+	case TypeOpenAI:
+		return openai.New(openai.Config{
+			Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers,
+			Dialect: p.Dialect, HTTPClient: hc, Clock: b.clock,
+		})
+	case TypeAnthropic:
+		return anthropic.New(anthropic.Config{
+			Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers,
+			HTTPClient: hc, Clock: b.clock,
+		})
+	case TypeGigaChat:
+		return gigachat.New(gigachat.Config{
+			Name: p.Name, BaseURL: p.BaseURL, AuthURL: p.AuthURL, AuthKey: p.AuthKey, Scope: p.Scope,
+			Model: p.Model, HTTPClient: hc, Clock: b.clock, Logger: b.log,
+		})
+	case TypeYandex:
+		return yandex.New(yandex.Config{
+			Name: p.Name, BaseURL: p.BaseURL, ModelURI: p.ModelURI, APIKey: p.APIKey, IAMToken: p.IAMToken,
+			FolderID: p.FolderID, HTTPClient: hc, Clock: b.clock,
+		})
+	}
 	return nil, fmt.Errorf("provider type %s is not available in this build", p.Type)
 }
+
+// keyError is an adapter error that belongs to one key of the provider.
+type keyError struct {
+	key string
+	err error
+}
+
+func (e *keyError) Error() string { return e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
 
 // httpClient returns the HTTP client of an HTTP provider: its connect timeout, and its
 // ca_file's roots trusted beside the system's.
 func httpClient(p *Provider) (*http.Client, error) {
-	hc := httpx.NewClient(httpx.Timeouts{Connect: p.Timeouts.Connect})
-	if p.CAFile == "" {
-		return hc, nil
-	}
-	pem, err := os.ReadFile(p.CAFile)
+	hc, err := httpx.NewTLSClient(httpx.Timeouts{Connect: p.Timeouts.Connect}, httpx.TLS{CAFile: p.CAFile})
 	if err != nil {
-		return nil, fmt.Errorf("ca_file: %w", err)
+		return nil, &keyError{key: "ca_file", err: err}
 	}
-	pool, err := x509.SystemCertPool()
-	if err != nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("ca_file %s holds no PEM certificate", p.CAFile)
-	}
-	tr, ok := hc.Transport.(*http.Transport)
-	if !ok {
-		return nil, fmt.Errorf("ca_file: unexpected transport %T", hc.Transport)
-	}
-	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return hc, nil
 }
 
@@ -298,7 +331,7 @@ func (b *builder) taskConfig(t *Task) (cascade.TaskConfig, bool) {
 	path := "tasks." + t.Name
 	cfg := cascade.TaskConfig{
 		Name: t.Name, Criticality: t.Criticality, OnExhausted: t.OnExhausted, Budget: t.Budget,
-		ReviewSLA: t.ReviewSLA, MaxReasks: noneIsNegative(t.Reask.Max),
+		ReviewSLA: t.ReviewSLA, MaxReasks: noneIsNegative(t.Reask.Max), Synonyms: t.Synonyms,
 	}
 	ok := true
 	schema, err := os.ReadFile(t.Schema)
@@ -317,8 +350,10 @@ func (b *builder) taskConfig(t *Task) (cascade.TaskConfig, bool) {
 			continue
 		}
 		templates[i] = tpl
+		reask, rok := b.reaskPrompt(fmt.Sprintf("%s.cascade[%d].reask_prompt", path, i), tr.ReaskPrompt)
+		ok = ok && rok
 		cfg.Cascade = append(cfg.Cascade, cascade.Tier{
-			Provider: tr.Provider, Prompt: tpl, MaxTokens: tr.MaxTokens, Temperature: tr.Temperature,
+			Provider: tr.Provider, Prompt: tpl, Reask: reask, MaxTokens: tr.MaxTokens, Temperature: tr.Temperature,
 		})
 	}
 	if len(t.Input) > 0 {
@@ -336,6 +371,19 @@ func (b *builder) taskConfig(t *Task) (cascade.TaskConfig, bool) {
 		cfg.Heuristic = rules
 	}
 	return cfg, ok
+}
+
+// reaskPrompt parses a tier's re-ask template; "" is none.
+func (b *builder) reaskPrompt(path, file string) (*prompt.Template, bool) {
+	if file == "" {
+		return nil, true
+	}
+	tpl, err := prompt.ParseFile(file)
+	if err != nil {
+		b.errorf(path, "%v", err)
+		return nil, false
+	}
+	return tpl, true
 }
 
 // inputSchema builds the JSON Schema of a task's input: an object with every declared field
@@ -358,9 +406,13 @@ func (b *builder) route(r *Route) bool {
 	cfg := cascade.RouteConfig{
 		Name: r.Name, Criticality: r.Criticality, Budget: r.Budget, MaxReasks: noneIsNegative(r.Reask.Max),
 	}
-	for _, tr := range r.Cascade {
+	for i, tr := range r.Cascade {
+		reask, ok := b.reaskPrompt(fmt.Sprintf("routes.%s.cascade[%d].reask_prompt", r.Name, i), tr.ReaskPrompt)
+		if !ok {
+			return false
+		}
 		cfg.Cascade = append(cfg.Cascade, cascade.RouteTier{
-			Provider: tr.Provider, System: tr.System, SystemMode: tr.SystemMode,
+			Provider: tr.Provider, System: tr.System, SystemMode: tr.SystemMode, Reask: reask,
 			MaxTokens: tr.MaxTokens, Temperature: tr.Temperature,
 		})
 	}
@@ -372,4 +424,42 @@ func (b *builder) route(r *Route) bool {
 	b.rt.Routes[r.Name] = route
 	b.rt.RouteOrder = append(b.rt.RouteOrder, r.Name)
 	return true
+}
+
+// reviewStore returns the review store: the host's, the file's when Build asked for it, or
+// one in memory (Check, and a store that could not open, reported as an error).
+func (b *builder) reviewStore(opts BuildOptions) review.Store {
+	if opts.Review != nil {
+		return opts.Review
+	}
+	r := b.f.Review
+	ro := review.Options{Clock: b.clock, ClaimTTL: r.ClaimTTL, Retention: r.Retention, Metrics: b.rt.Metrics, Logger: b.log}
+	if !opts.openReview {
+		return review.NewMemoryWith(ro)
+	}
+	switch r.Store {
+	case "", "sqlite":
+		s, err := review.OpenSQLite(context.Background(), r.SQLite.Path, ro)
+		if err != nil {
+			b.errorf("review.sqlite.path", "%v", err)
+			break
+		}
+		b.rt.ownsReview = true
+		b.log.Info("review store open", "store", "sqlite", "path", r.SQLite.Path,
+			"claim_ttl", r.ClaimTTL.String(), "retention", r.Retention.String())
+		return s
+	default:
+		b.errorf("review.store", "%s is not available in this build: use sqlite", r.Store)
+	}
+	return review.NewMemoryWith(ro)
+}
+
+// Close closes what Build opened: the review store, unless the host gave it. It is safe to
+// call on a nil Runtime and more than once.
+func (rt *Runtime) Close() error {
+	if rt == nil || !rt.ownsReview || rt.Review == nil {
+		return nil
+	}
+	rt.ownsReview = false
+	return rt.Review.Close()
 }

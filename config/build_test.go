@@ -19,6 +19,7 @@ import (
 	"github.com/afloat-dev/afloat/cascade"
 	"github.com/afloat-dev/afloat/prompt"
 	"github.com/afloat-dev/afloat/provider/fault"
+	"github.com/afloat-dev/afloat/review"
 )
 
 // Triage is the answer of the example's triage task.
@@ -54,11 +55,13 @@ func TestBuildExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Review.SQLite.Path = filepath.Join(t.TempDir(), "afloat.db") // not beside the example
 	clk := clockwork.NewFakeClock()
 	rt, err := f.Build(BuildOptions{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = rt.Close() })
 	orders := []struct {
 		name      string
 		got, want []string
@@ -115,7 +118,7 @@ func TestBuildRegisterer(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	rt, err := f.Build(BuildOptions{Clock: clockwork.NewFakeClock(), Registerer: reg})
+	rt, err := f.Build(BuildOptions{Clock: clockwork.NewFakeClock(), Registerer: reg, Review: review.NewMemory(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,10 +278,22 @@ func TestBuildErrors(t *testing.T) {
 		keyLine string // the text of the line the error is on
 	}{
 		{
-			name:   "provider type not in this build",
-			config: strings.Replace(minimal, "backup: {type: sim}", "backup: {type: gigachat, model: GigaChat-Pro, auth_key: k}", 1),
-			path:   "providers.backup.type", msg: "provider type gigachat is not available in this build",
+			name:   "provider ca_file missing",
+			config: strings.Replace(minimal, "backup: {type: sim}", "backup: {type: gigachat, model: GigaChat-Pro, auth_key: k, ca_file: certs/none.pem}", 1),
+			path:   "providers.backup.ca_file", msg: "no such file",
 			keyLine: "backup: {type: gigachat",
+		},
+		{
+			name:   "provider credentials the adapter refuses",
+			config: strings.Replace(minimal, "backup: {type: sim}", "backup: {type: yandex, model_uri: gpt://f/yandexgpt/latest, api_key: k, iam_token: t, folder_id: f}", 1),
+			path:   "providers.backup.type", msg: "an api key or an iam token, not both",
+			keyLine: "backup: {type: yandex",
+		},
+		{
+			name:   "missing re-ask template",
+			config: strings.Replace(minimal, "prompt: prompts/backup.v1.tmpl}", "prompt: prompts/backup.v1.tmpl, reask_prompt: prompts/gone.reask.tmpl}", 1),
+			path:   "tasks.triage.cascade[1].reask_prompt", msg: "no such file",
+			keyLine: "prompts/gone.reask.tmpl",
 		},
 		{
 			name:   "missing schema file",
@@ -315,6 +330,18 @@ func TestBuildErrors(t *testing.T) {
 			config: strings.Replace(minimal, "primary: {type: sim}", "primary: {type: sim, latency: {p50: 2s, p95: 1s}}", 1),
 			path:   "providers.primary.type", msg: "sim:",
 			keyLine: "primary: {type: sim, latency",
+		},
+		{
+			name:   "postgres review store",
+			config: "review: {store: postgres, postgres: {url: \"postgres://127.0.0.1/afloat\"}}\n" + minimal,
+			path:   "review.store", msg: "postgres is not available in this build",
+			keyLine: "review: {store: postgres",
+		},
+		{
+			name:   "review database that cannot open",
+			config: "review: {sqlite: {path: no/such/folder/afloat.db}}\n" + minimal,
+			path:   "review.sqlite.path", msg: "unable to open",
+			keyLine: "review: {sqlite:",
 		},
 		{
 			name:   "redis state backend",

@@ -34,6 +34,9 @@ func check(data []byte, dir string, env func(string) (string, bool)) ([]string, 
 	}
 	b := f.build(BuildOptions{})
 	errs = append(errs, b.errs...)
+	if f.Review.Store == "postgres" {
+		errs = append(errs, &Error{Path: "review.store", Line: f.Line("review.store"), Msg: "postgres is not available in this build: use sqlite"})
+	}
 	for _, t := range f.Tasks {
 		templates := b.prompts[t.Name]
 		in := sampleInput(t.Input, templateFields(templates))
@@ -91,9 +94,6 @@ func warnings(f *File) []string {
 				warn(p, "is not applied by this build")
 			}
 		}
-	}
-	if f.Review.Store != "" {
-		warn("review.store", "%s is not available in this build: review items are kept in memory and do not survive a restart", f.Review.Store)
 	}
 	return out
 }

@@ -264,8 +264,7 @@ type Reask struct {
 type Provider struct {
 	// Name is the provider's name, the key it is written under.
 	Name string `yaml:"-"`
-	// Type is the adapter: openai, anthropic, gigachat, yandex or sim; required. This build
-	// has the openai and sim adapters; Build refuses the others.
+	// Type is the adapter: openai, anthropic, gigachat, yandex or sim; required.
 	Type string `yaml:"type"`
 
 	// BaseURL points the adapter at another endpoint. Absent means the vendor's.
@@ -274,8 +273,13 @@ type Provider struct {
 	Model string `yaml:"model"`
 	// APIKey is the bearer key (openai, anthropic, yandex). Absent sends none.
 	APIKey string `yaml:"api_key"`
-	// Headers are extra request headers. Absent means none.
+	// Headers are extra request headers (openai, anthropic): Yandex's OpenAI-compatible
+	// endpoint takes its folder as "OpenAI-Project". Absent means none.
 	Headers map[string]string `yaml:"headers"`
+	// Dialect is the OpenAI-compatible server's quirks (openai only): openai, vllm,
+	// llamacpp (json_schema sent as a json_object's schema), ollama (no tool_choice) or
+	// yandex (tool_choice auto or none only). Absent means openai.
+	Dialect string `yaml:"dialect"`
 	// CAFile is a PEM file of extra trusted roots, relative to the config file's folder.
 	// Absent trusts the system's roots only.
 	CAFile string `yaml:"ca_file"`
@@ -388,6 +392,10 @@ type TaskTier struct {
 	Provider string `yaml:"provider"`
 	// Prompt is the template file, relative to the config file's folder; required.
 	Prompt string `yaml:"prompt"`
+	// ReaskPrompt is this provider's own clarifying message after a contract violation, a
+	// template file over {{.answer}}, {{.errors}}, {{.schema}} and {{.stage}}. Absent uses
+	// afloat's message.
+	ReaskPrompt string `yaml:"reask_prompt"`
 	// MaxTokens caps the answer. Absent leaves it to the provider.
 	MaxTokens int `yaml:"max_tokens"`
 	// Temperature is the sampling temperature. Absent leaves it to the provider.
@@ -430,6 +438,9 @@ type RouteTier struct {
 	System string `yaml:"system"`
 	// SystemMode is replace or prepend. Absent means replace.
 	SystemMode cascade.SystemMode `yaml:"system_mode"`
+	// ReaskPrompt is this provider's own clarifying message when an answer breaks the
+	// request's json_schema or tool schemas, as for a task tier. Absent uses afloat's.
+	ReaskPrompt string `yaml:"reask_prompt"`
 	// MaxTokens caps the answer below the client's. Absent keeps the client's.
 	MaxTokens int `yaml:"max_tokens"`
 	// Temperature replaces the client's. Absent keeps it.

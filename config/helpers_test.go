@@ -125,6 +125,7 @@ func buildTree(t *testing.T, config string, clk clockwork.Clock) *Runtime {
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
+	t.Cleanup(func() { _ = rt.Close() })
 	return rt
 }
 

@@ -27,7 +27,9 @@ const (
 // type is known.
 func typeKeys(typ string) ([]string, bool) {
 	switch typ {
-	case TypeOpenAI, TypeAnthropic:
+	case TypeOpenAI:
+		return []string{"base_url", "model", "api_key", "headers", "dialect", "ca_file"}, true
+	case TypeAnthropic:
 		return []string{"base_url", "model", "api_key", "headers", "ca_file"}, true
 	case TypeGigaChat:
 		return []string{"base_url", "model", "auth_key", "auth_url", "scope", "ca_file"}, true
@@ -424,6 +426,12 @@ func (v *validator) provider(p *Provider) {
 		if p.AuthKey == "" {
 			v.errorf(path+".auth_key", "required for provider type gigachat")
 		}
+	case TypeOpenAI:
+		switch p.Dialect {
+		case "", "openai", "vllm", "llamacpp", "ollama", "yandex":
+		default:
+			v.errorf(path+".dialect", "unknown dialect %q (want openai, vllm, llamacpp, ollama or yandex)", p.Dialect)
+		}
 	case TypeYandex:
 		if p.ModelURI == "" {
 			v.errorf(path+".model_uri", "required for provider type yandex")
@@ -517,6 +525,9 @@ func (v *validator) task(t *Task) {
 			v.errorf(p+".prompt", "required: the template file of this provider's prompt")
 		}
 		tr.Prompt = v.resolvePath(tr.Prompt)
+		if tr.ReaskPrompt != "" {
+			tr.ReaskPrompt = v.resolvePath(tr.ReaskPrompt)
+		}
 		v.atLeast(p+".max_tokens", tr.MaxTokens, 0)
 		if tr.Temperature != nil && *tr.Temperature < 0 {
 			v.errorf(p+".temperature", "must not be negative")
@@ -570,9 +581,13 @@ func (v *validator) route(r *Route) {
 	if len(r.Cascade) == 0 {
 		v.errorf(path+".cascade", "at least one tier is required")
 	}
-	for i, tr := range r.Cascade {
+	for i := range r.Cascade {
+		tr := &r.Cascade[i]
 		p := fmt.Sprintf("%s.cascade[%d]", path, i)
 		v.knownProvider(p+".provider", tr.Provider)
+		if tr.ReaskPrompt != "" {
+			tr.ReaskPrompt = v.resolvePath(tr.ReaskPrompt)
+		}
 		v.atLeast(p+".max_tokens", tr.MaxTokens, 0)
 		if tr.Temperature != nil && *tr.Temperature < 0 {
 			v.errorf(p+".temperature", "must not be negative")

@@ -47,6 +47,7 @@ type statusDoc struct {
 	Routes       map[string]routeStatus    `json:"routes"`
 	Flags        *flags.Document           `json:"flags"`
 	StateBackend map[string]any            `json:"state_backend"`
+	ReviewStore  map[string]any            `json:"review_store"`
 	Alerts       []any                     `json:"alerts"`
 }
 
@@ -100,6 +101,7 @@ func (g *Gateway) status(w http.ResponseWriter, r *http.Request) {
 		healthy = g.cfg.Ready(ctx) == nil
 	}
 	doc.StateBackend = map[string]any{"kind": g.cfg.StateBackend, "healthy": healthy}
+	doc.ReviewStore = g.reviewStoreStatus(ctx)
 	writeJSON(w, http.StatusOK, doc)
 }
 

@@ -9,13 +9,17 @@ import (
 	"github.com/afloat-dev/afloat/review"
 )
 
-// reviewView is the caller's view of a review item (shared/DESIGN.md §6).
+// reviewView is the caller's view of a review item (shared/DESIGN.md §6): its status and,
+// once resolved, the operator's answer. Who answered and a rejection's reason are the
+// operators' own (GET /admin/reviews/{id}).
 type reviewView struct {
 	ID        string          `json:"id"`
 	Task      string          `json:"task"`
 	Status    review.Status   `json:"status"`
 	CreatedAt time.Time       `json:"created_at"`
 	Result    json.RawMessage `json:"result"`
+	// ResolvedAt is when the item was resolved or rejected; absent before.
+	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
 }
 
 func (g *Gateway) reviewStatus(w http.ResponseWriter, r *http.Request) {
@@ -35,7 +39,8 @@ func (g *Gateway) reviewStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "review_unavailable", "the review store cannot be read; retry later")
 		return
 	}
-	v := reviewView{ID: it.ID, Task: it.Task, Status: it.Status, CreatedAt: it.CreatedAt.UTC(), Result: json.RawMessage("null")}
+	v := reviewView{ID: it.ID, Task: it.Task, Status: it.Status, CreatedAt: it.CreatedAt.UTC(), Result: json.RawMessage("null"),
+		ResolvedAt: timePtr(it.ResolvedAt)}
 	if it.Status == review.StatusResolved && len(it.Result) > 0 {
 		v.Result = it.Result
 	}

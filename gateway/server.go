@@ -42,8 +42,16 @@ type Config struct {
 	Faults map[string]*fault.Provider
 	// Flags is the flag store the engine reads; nil disables /admin/flags.
 	Flags FlagStore
-	// Review is the queue behind GET /v1/reviews/{id}; nil answers 404 there.
-	Review review.Queue
+	// Review is the review store behind GET /v1/reviews/{id} and the operators' review API
+	// (/admin/reviews); its health counts in /readyz and /admin/status. nil answers 404
+	// there.
+	Review review.Store
+	// Operators maps an operator's name to their bearer token (operators.<name>.token). An
+	// operator's token opens the review API only, acting as that name; the admin token opens
+	// it too, acting for the operator named in the X-Afloat-Operator header. Names are 1-64
+	// letters, digits, '.', '_', '@' or '-'; tokens are distinct from each other, from the
+	// admin token and from every client key. nil means no operator tokens.
+	Operators map[string]string
 	// Tenants maps a tenant id to its client keys. Empty means open access: no key is
 	// asked for, and every call has the empty tenant (serve on loopback only).
 	Tenants map[string][]string
@@ -116,6 +124,9 @@ func New(cfg Config) (*Gateway, error) {
 			g.keys = append(g.keys, tenantKey{tenant: tenant, key: []byte(k)})
 		}
 	}
+	if err := checkOperators(cfg); err != nil {
+		return nil, err
+	}
 	g.idem = newIdempotency(g.clock, 24*time.Hour, 10000)
 	if cfg.Flags != nil {
 		if d, err := cfg.Flags.Flags(context.Background()); err == nil {
@@ -133,6 +144,7 @@ func New(cfg Config) (*Gateway, error) {
 	mux.Handle("PUT /admin/breakers/{provider}", g.admin(http.HandlerFunc(g.putBreaker)))
 	mux.Handle("PUT /admin/faults/{provider}", g.admin(http.HandlerFunc(g.putFault)))
 	mux.Handle("DELETE /admin/faults/{provider}", g.admin(http.HandlerFunc(g.deleteFault)))
+	g.routeReviews(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -312,6 +324,10 @@ func (g *Gateway) ready(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
 			return
 		}
+	}
+	if err := g.reviewHealth(r.Context()); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

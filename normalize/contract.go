@@ -5,37 +5,55 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"slices"
 	"strings"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
-// Contract is a task's output schema, compiled. It is immutable and safe for concurrent use.
+// Contract is a task's output schema, compiled once, with what the pipeline derives from it
+// (the property names and types that rename and coerce read). Make one with Compile: the zero
+// Contract is not usable. It is immutable and safe for concurrent use.
 type Contract struct {
 	name   string
 	raw    json.RawMessage
 	schema *jsonschema.Schema
+	shape  *shape
 }
 
-var printer = message.NewPrinter(language.English)
+// Option configures Compile.
+type Option func(*options)
+
+type options struct {
+	synonyms map[string][]string
+}
+
+// WithSynonyms gives, per property of the schema, the other words a model may use for it
+// ({"department": ["категория", "category", "dept"]}). A synonym is matched like the
+// property's own name: case, accents, underscores, hyphens and camelCase aside. A property
+// the schema does not have is an error of Compile. nil means none.
+func WithSynonyms(synonyms map[string][]string) Option {
+	return func(o *options) { o.synonyms = synonyms }
+}
 
 // Compile compiles a JSON Schema (draft 2020-12 unless it says otherwise). name appears in
-// errors.
-func Compile(name string, schema []byte) (*Contract, error) {
+// errors. A $ref to anything but the schema itself is an error, never a read: schemas may
+// come from clients (a chat request's response_format).
+func Compile(name string, schema []byte, opts ...Option) (*Contract, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	// No loader: a $ref to a URL (file://, https://) is an error, never a read. Schemas may
-	// come from clients (a chat request's response_format).
 	c.UseLoader(jsonschema.SchemeURLLoader{})
-	url := "afloat:///" + name + ".json"
+	url := "afloat:///" + neturl.PathEscape(name) + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
@@ -43,134 +61,226 @@ func Compile(name string, schema []byte) (*Contract, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
-	return &Contract{name: name, raw: slices.Clip(json.RawMessage(schema)), schema: sch}, nil
+	sh := buildShape(sch, map[*jsonschema.Schema]*shape{})
+	known := indexNames(sh, o.synonyms)
+	if err := checkSynonyms(name, o.synonyms, known); err != nil {
+		return nil, err
+	}
+	return &Contract{name: name, raw: slices.Clip(json.RawMessage(schema)), schema: sch, shape: sh}, nil
 }
+
+// Name returns the name the contract was compiled with.
+func (c *Contract) Name() string { return c.name }
 
 // Schema returns the schema's source.
 func (c *Contract) Schema() json.RawMessage { return c.raw }
 
-// Check locates the JSON value in text and validates it. It returns the value as it stands in
-// the text (valid JSON, whitespace kept),
-// or an *afloat.ContractError with stage "extract" (no JSON value in the text), "repair" (a
-// value that does not parse) or "schema" (valid JSON that does not fit).
+// Check runs the pipeline (see Normalize) and returns the normalized value, or the
+// *afloat.ContractError that says why there is none.
 func (c *Contract) Check(text string) (json.RawMessage, error) {
-	span, ok := Locate(text)
-	if !ok {
-		return nil, &afloat.ContractError{Stage: "extract", Details: []string{"the answer holds no JSON object or array"}}
+	out := c.Normalize(text)
+	if out.Err != nil {
+		return nil, out.Err
 	}
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(span))
-	if err != nil {
-		return nil, &afloat.ContractError{Stage: "repair", Details: []string{"the JSON does not parse: " + err.Error()}, Err: err}
-	}
-	if err := c.validate(v); err != nil {
-		return nil, err
-	}
-	return json.RawMessage(span), nil
+	return out.Value, nil
 }
 
-// Validate checks an already decoded JSON document (as encoding/json decodes into any, or a
-// value of the caller's type marshalled first) against the schema.
+// Validate checks an already decoded JSON document (as encoding/json encodes a value of the
+// caller's type) against the schema, as it is: no step of the pipeline runs.
 func (c *Contract) Validate(doc json.RawMessage) error {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
-		return &afloat.ContractError{Stage: "repair", Details: []string{err.Error()}, Err: err}
+		return &afloat.ContractError{Stage: StageRepair, Details: []string{err.Error()}, Err: err}
 	}
-	return c.validate(v)
+	if verr := c.validate(v); verr != nil {
+		return verr
+	}
+	return nil
 }
 
-func (c *Contract) validate(v any) error {
+func (c *Contract) validate(v any) *afloat.ContractError {
 	err := c.schema.Validate(v)
 	if err == nil {
 		return nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return &afloat.ContractError{Stage: "schema", Details: []string{err.Error()}, Err: err}
+		return &afloat.ContractError{Stage: StageSchema, Details: []string{err.Error()}, Err: err}
 	}
-	return &afloat.ContractError{Stage: "schema", Details: Details(ve), Err: err}
+	return &afloat.ContractError{Stage: StageSchema, Details: Details(ve), Err: err}
 }
 
-// Details flattens a validation error into readable lines, one per failing leaf:
-// `at /is_urgent: maximum: got 3, want 1`.
-func Details(ve *jsonschema.ValidationError) []string {
-	var out []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			out = append(out, "at "+loc+": "+e.ErrorKind.LocalizedString(printer))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
+// The stages at which an answer is lost, as afloat.ContractError.Stage and the stage label of
+// afloat_contract_violations_total name them.
+const (
+	// StageExtract: the answer holds no JSON object or array.
+	StageExtract = "extract"
+	// StageRepair: the JSON found does not parse, even repaired.
+	StageRepair = "repair"
+	// StageSchema: valid JSON that does not fit the schema, even renamed and coerced.
+	StageSchema = "schema"
+)
+
+// Outcome is what the pipeline made of one answer.
+type Outcome struct {
+	// Value is the normalized JSON, valid against the schema; nil when Err is set. It is the
+	// located span itself when neither rename nor coerce changed anything (so valid JSON
+	// that fits the schema comes out byte for byte), else the value encoded anew, with the
+	// keys of each object sorted.
+	Value json.RawMessage
+	// Steps are the steps that changed the text, failed answers included.
+	Steps Steps
+	// Err says why there is no value: its Stage is StageExtract, StageRepair or StageSchema,
+	// its Details readable lines fit to show a person and to quote back to the model.
+	Err *afloat.ContractError
+}
+
+// Normalize turns a model's text into the contract's value, in the order of shared/DESIGN.md
+// §5: locate the JSON in it (code fences, preamble and trailing prose dropped; a JSON string
+// that holds JSON is unwrapped first), repair it when it does not parse (trailing commas,
+// single and typographic quotes, unquoted keys, comments, Python literals, missing closers;
+// only the first value counts: several are never merged), and validate it. A value that does
+// not fit as it is has its keys renamed (see WithSynonyms and fold) and its scalars coerced
+// where the schema is unambiguous (see coerce), and is validated again: nothing is dropped
+// to make it fit, so an extra field where the schema forbids extras stays a violation.
+func (c *Contract) Normalize(text string) Outcome {
+	var out Outcome
+	trimmed := strings.TrimSpace(text)
+	if inner, ok := unquote(trimmed); ok {
+		text, trimmed = inner, inner
+		out.Steps |= StepLocate
 	}
-	walk(ve)
+	span, ok := Locate(text)
+	if !ok {
+		out.Err = &afloat.ContractError{Stage: StageExtract, Details: []string{"the answer holds no JSON object or array"}}
+		return out
+	}
+	if span != trimmed {
+		out.Steps |= StepLocate
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(span))
+	if err != nil {
+		repaired, rerr := repair(span)
+		if rerr == nil {
+			v, rerr = jsonschema.UnmarshalJSON(strings.NewReader(repaired))
+		}
+		if rerr != nil {
+			out.Err = &afloat.ContractError{Stage: StageRepair,
+				Details: []string{"the JSON does not parse and cannot be repaired: " + rerr.Error()}, Err: rerr}
+			return out
+		}
+		span = repaired
+		out.Steps |= StepRepair
+	}
+	verr := c.validate(v)
+	if verr == nil {
+		out.Value = json.RawMessage(span)
+		return out
+	}
+	var t transformer
+	v = t.value(v, c.shape)
+	if t.renamed {
+		out.Steps |= StepRename
+	}
+	if t.coerced {
+		out.Steps |= StepCoerce
+	}
+	if !t.renamed && !t.coerced {
+		out.Err = verr
+		return out
+	}
+	if verr = c.validate(v); verr != nil {
+		out.Err = verr
+		return out
+	}
+	b, err := encode(v)
+	if err != nil {
+		out.Err = &afloat.ContractError{Stage: StageRepair, Details: []string{err.Error()}, Err: err}
+		return out
+	}
+	out.Value = b
 	return out
 }
 
-// Locate finds the JSON value in a model's text: the body of the first Markdown code fence
-// that starts with { or [, else the span from the first { or [ to its matching closer
-// (string- and escape-aware), or to the end of the text when it never closes.
-func Locate(text string) (string, bool) {
-	text = strings.TrimPrefix(text, "\ufeff")
-	if body, ok := fenced(text); ok {
-		text = body
-	}
-	start := strings.IndexAny(text, "{[")
-	if start < 0 {
+// unquote returns the text a JSON string holds when s is one whose text is JSON (a model
+// that encoded its answer twice).
+func unquote(s string) (string, bool) {
+	if len(s) < 2 || s[0] != '"' {
 		return "", false
 	}
-	depth, inStr, esc := 0, false, false
-	for i := start; i < len(text); i++ {
-		ch := text[i]
-		switch {
-		case inStr && esc:
-			esc = false
-		case inStr && ch == '\\':
-			esc = true
-		case inStr && ch == '"':
-			inStr = false
-		case inStr:
-		case ch == '"':
-			inStr = true
-		case ch == '{' || ch == '[':
-			depth++
-		case ch == '}' || ch == ']':
-			depth--
-			if depth == 0 {
-				return text[start : i+1], true
-			}
-		}
+	var inner string
+	if json.Unmarshal([]byte(s), &inner) != nil {
+		return "", false
 	}
-	return text[start:], true
+	inner = strings.TrimSpace(inner)
+	if inner == "" || (inner[0] != '{' && inner[0] != '[') {
+		return "", false
+	}
+	return inner, true
 }
 
-// fenced returns the body of the first ``` fence whose body starts with { or [.
-func fenced(text string) (string, bool) {
-	rest := text
-	for {
-		i := strings.Index(rest, "```")
-		if i < 0 {
-			return "", false
-		}
-		rest = rest[i+3:]
-		nl := strings.IndexByte(rest, '\n')
-		if nl < 0 {
-			return "", false
-		}
-		body := rest[nl+1:]
-		end := strings.Index(body, "```")
-		if end >= 0 {
-			body = body[:end]
-		}
-		trimmed := strings.TrimSpace(body)
-		if strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[") {
-			return trimmed, true
-		}
-		if end < 0 {
-			return "", false
-		}
-		rest = rest[nl+1+end+3:]
+// encode writes a decoded value as compact JSON, keys sorted, without HTML escaping.
+func encode(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
 	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// Steps is a set of the pipeline's steps that changed an answer.
+type Steps uint8
+
+// The steps, in the pipeline's order; each is counted in afloat_normalize_total{step} when it
+// changed something.
+const (
+	// StepLocate dropped text around the JSON: a code fence, a preamble, trailing prose, a
+	// byte-order mark, or the quotes of a JSON string around it.
+	StepLocate Steps = 1 << iota
+	// StepRepair made the JSON parse.
+	StepRepair
+	// StepRename renamed keys to the schema's property names.
+	StepRename
+	// StepCoerce converted scalars to the types the schema admits.
+	StepCoerce
+)
+
+// NumSteps is the number of steps: Steps(1<<i) for i in [0, NumSteps) is each one.
+const NumSteps = 4
+
+// Has reports whether s holds every step of x.
+func (s Steps) Has(x Steps) bool { return s&x == x }
+
+// String names the steps in order, joined by "+" ("locate+repair"), or "none".
+func (s Steps) String() string {
+	var names []string
+	for i := range NumSteps {
+		if s&(1<<i) != 0 {
+			names = append(names, [NumSteps]string{"locate", "repair", "rename", "coerce"}[i])
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, "+")
+}
+
+// ParseSteps reads a list of step names ("locate repair", "locate+repair", "none").
+func ParseSteps(s string) (Steps, error) {
+	var out Steps
+	for _, name := range strings.FieldsFunc(s, func(r rune) bool { return r == '+' || r == ' ' || r == ',' }) {
+		found := false
+		for i := range NumSteps {
+			if Steps(1<<i).String() == name {
+				out |= 1 << i
+				found = true
+			}
+		}
+		if !found && name != "none" {
+			return 0, fmt.Errorf("unknown step %q (want locate, repair, rename, coerce or none)", name)
+		}
+	}
+	return out, nil
 }

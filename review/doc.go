@@ -1,11 +1,17 @@
 // Package review is the human review queue of shared/DESIGN.md §7: where a critical task's
 // call goes when no tier answered, so that an operator answers it instead of a guess.
 //
-// A Queue commits an item before Enqueue returns; the caller answers 202 only then:
+// A Queue commits an item before Enqueue returns; the caller answers 202 only then. A Store
+// is a Queue that operators work: list, claim, resolve (with an answer the caller validated
+// against the task's schema) or reject (with a reason):
 //
-//	q := review.NewMemory(nil)
+//	q, err := review.OpenSQLite(ctx, "afloat.db", review.Options{ClaimTTL: 15 * time.Minute})
 //	id, err := q.Enqueue(ctx, &review.Item{Task: "moderation", Tenant: "acme", Input: in})
 //	if err != nil { /* answer 503: never fail open */ }
+//	it, err := q.Claim(ctx, id, "alice")            // *ConflictError if bob holds it
+//	it, err = q.Resolve(ctx, id, "alice", answer)   // GET /v1/reviews/{id} now shows it
 //
-// Memory keeps items in process (tests, demos); durable stores live beside it.
+// SQLite is the durable default (WAL, synced commits, schema migrated at open); Memory keeps
+// items in process for tests and demos. Both apply the same state machine (state.go) and
+// are safe for concurrent use.
 package review

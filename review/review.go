@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"sync"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/telemetry"
 	"github.com/jonboulle/clockwork"
 )
 
@@ -22,7 +24,16 @@ const (
 	StatusRejected Status = "rejected"
 )
 
-// Item is one call waiting for, or answered by, an operator.
+// ParseStatus returns the Status named s.
+func ParseStatus(s string) (Status, error) {
+	switch st := Status(s); st {
+	case StatusPending, StatusClaimed, StatusResolved, StatusRejected:
+		return st, nil
+	}
+	return "", fmt.Errorf("%w: status %q (want pending, claimed, resolved or rejected)", ErrInvalid, s)
+}
+
+// Item is one call waiting for, or answered by, an operator. The zero times mean "not yet".
 type Item struct {
 	ID     string
 	Task   string
@@ -37,14 +48,62 @@ type Item struct {
 	PromptVersions []string
 	Status         Status
 	CreatedAt      time.Time
+	// Operator holds the claim while the item is claimed, and is who answered it once
+	// resolved or rejected; "" while pending.
+	Operator string
+	// ClaimedAt is when Operator claimed the item.
+	ClaimedAt time.Time
+	// ClaimExpiresAt is when the claim lapses and the item is pending again; zero when the
+	// claim does not lapse (no claim TTL) or the item is not claimed.
+	ClaimExpiresAt time.Time
+	// ResolvedAt is when the item was resolved or rejected.
+	ResolvedAt time.Time
 	// Result is the operator's answer once resolved.
 	Result json.RawMessage
+	// Reason is the operator's reason once rejected.
+	Reason string
 }
 
-// ErrNotFound: no item has that id (for that tenant).
-var ErrNotFound = errors.New("review: no such item")
+// Answered reports whether the item is resolved or rejected: nothing changes it any more.
+func (it *Item) Answered() bool {
+	return it.Status == StatusResolved || it.Status == StatusRejected
+}
 
-// Queue takes items for human review.
+var (
+	// ErrNotFound: no item has that id (for that tenant).
+	ErrNotFound = errors.New("review: no such item")
+	// ErrConflict: the item's state refuses the change (claimed by another operator, already
+	// answered). The error is a *ConflictError that says why.
+	ErrConflict = errors.New("review: conflict")
+	// ErrInvalid: an argument is malformed (an empty operator or reason, a bad cursor).
+	ErrInvalid = errors.New("review: invalid argument")
+)
+
+// ConflictError says why an item refused a change. errors.Is(err, ErrConflict) holds.
+type ConflictError struct {
+	ID string
+	// Status, Operator and Until are the item's state: who claimed or answered it, and when
+	// a claim lapses (zero when it does not).
+	Status   Status
+	Operator string
+	Until    time.Time
+}
+
+func (e *ConflictError) Error() string {
+	if e.Status == StatusClaimed {
+		msg := fmt.Sprintf("review %s is claimed by %s", e.ID, e.Operator)
+		if !e.Until.IsZero() {
+			msg += " until " + e.Until.UTC().Format(time.RFC3339)
+		}
+		return msg
+	}
+	return fmt.Sprintf("review %s is already %s by %s", e.ID, e.Status, e.Operator)
+}
+
+// Is makes errors.Is(err, ErrConflict) hold.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// Queue takes items for human review: what the cascade needs.
 type Queue interface {
 	// Enqueue commits item and returns its id. It returns only once the item is durable in
 	// the store's terms; any error means the item was not queued, and the caller must not
@@ -54,20 +113,128 @@ type Queue interface {
 	Get(ctx context.Context, tenant, id string) (*Item, error)
 }
 
-// Memory is a Queue held in process: nothing survives a restart. It is safe for concurrent
-// use.
-type Memory struct {
-	clock clockwork.Clock
-	mu    sync.Mutex
-	items map[string]*Item
+// Store is a Queue that operators work: list, claim, resolve, reject. Every method returns
+// the item as it stands at the store's clock: a claim older than the claim TTL reads as
+// pending. A change the item's state refuses is a *ConflictError; an unknown id is
+// ErrNotFound; any other error means the store could not answer, and changed nothing.
+// Implementations are safe for concurrent use.
+type Store interface {
+	Queue
+	// Lookup returns the item with id, whatever its tenant (for operators).
+	Lookup(ctx context.Context, id string) (*Item, error)
+	// List returns a page of items in the order they were queued, oldest first.
+	List(ctx context.Context, f Filter) (*Page, error)
+	// Claim gives operator the item: a pending item, or one operator holds already (which
+	// renews the claim). Another operator's live claim and an answered item are conflicts.
+	Claim(ctx context.Context, id, operator string) (*Item, error)
+	// Resolve answers the item with result, which the caller has validated against the
+	// task's schema. A pending item is claimed in the same step.
+	Resolve(ctx context.Context, id, operator string, result json.RawMessage) (*Item, error)
+	// Reject closes the item without an answer, for reason. A pending item is claimed in the
+	// same step.
+	Reject(ctx context.Context, id, operator, reason string) (*Item, error)
+	// Stats returns, per task, the items not answered yet.
+	Stats(ctx context.Context) (map[string]TaskStats, error)
+	// Ping checks that the store can commit now.
+	Ping(ctx context.Context) error
+	// Close releases the store; nothing may be called after.
+	Close() error
 }
 
-// NewMemory returns an empty Memory; a nil clock uses real time.
-func NewMemory(clock clockwork.Clock) *Memory {
-	if clock == nil {
-		clock = clockwork.NewRealClock()
+// Filter selects the items List returns. The zero Filter selects every item, 50 a page.
+type Filter struct {
+	// Status keeps the items in that status; "" keeps every status. Pending includes the
+	// items whose claim lapsed.
+	Status Status
+	// Task keeps the items of that task; "" keeps every task.
+	Task string
+	// Limit is the page size: 0 means 50, at most 500.
+	Limit int
+	// Cursor continues after the page that returned it as Next; "" starts at the oldest.
+	Cursor string
+}
+
+// Page is one page of List.
+type Page struct {
+	Items []*Item
+	// Next is the cursor of the next page; "" when this page is the last.
+	Next string
+}
+
+// TaskStats counts one task's items not answered yet.
+type TaskStats struct {
+	// Pending counts pending items (lapsed claims included), Claimed the items claimed now.
+	Pending, Claimed int
+	// Oldest is when the oldest of them was queued; zero when there is none.
+	Oldest time.Time
+}
+
+// Options configure a store. The zero Options are real time, claims that never lapse, items
+// kept forever, no metrics and no logs. A negative duration is an error of OpenSQLite (and
+// counts as 0 in a Memory).
+type Options struct {
+	// Clock drives creation times, claim expiry and retention. nil means real time.
+	Clock clockwork.Clock
+	// ClaimTTL is how long a claim holds: then the item is pending again (an operator who
+	// walks away releases it). 0 means claims never lapse.
+	ClaimTTL time.Duration
+	// Retention is how long resolved and rejected items are kept after their answer. Older
+	// ones are purged (counted in afloat_review_purged_total and logged), at most every
+	// PurgeEvery. Pending and claimed items are never purged. 0 keeps every item.
+	Retention time.Duration
+	// PurgeEvery is how often the purge runs, piggybacked on writes and Ping (the store runs
+	// no goroutine of its own). 0 means 10 minutes.
+	PurgeEvery time.Duration
+	// Metrics receives the queue's metrics. nil means none.
+	Metrics *telemetry.Metrics
+	// Logger receives purges and store failures. nil discards.
+	Logger *slog.Logger
+	// BusyTimeout (SQLite) is how long a write waits for a lock another process holds before
+	// it fails. 0 means 5s.
+	BusyTimeout time.Duration
+
+	// unsynced (SQLite, tests of behaviour only) skips the disk flush of each commit.
+	unsynced bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
 	}
-	return &Memory{clock: clock, items: map[string]*Item{}}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.PurgeEvery <= 0 {
+		o.PurgeEvery = 10 * time.Minute
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	return o
+}
+
+const (
+	defaultLimit = 50
+	maxLimit     = 500
+)
+
+func (f Filter) limit() int {
+	switch {
+	case f.Limit <= 0:
+		return defaultLimit
+	case f.Limit > maxLimit:
+		return maxLimit
+	}
+	return f.Limit
+}
+
+func (f Filter) check() error {
+	if f.Status != "" {
+		if _, err := ParseStatus(string(f.Status)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NewID returns a new item id, "rv_" and 26 characters of time-ordered, random text.
@@ -87,36 +254,13 @@ func NewID(now time.Time) string {
 	return "rv_" + string(b[:])
 }
 
-// Enqueue stores a copy of item as pending.
-func (m *Memory) Enqueue(ctx context.Context, item *Item) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
+// checkItem refuses an item that cannot be queued.
+func checkItem(item *Item) error {
+	if item == nil || item.Task == "" {
+		return fmt.Errorf("%w: an item needs a task", ErrInvalid)
 	}
-	cp := *item
-	cp.CreatedAt = m.clock.Now()
-	cp.ID = NewID(cp.CreatedAt)
-	cp.Status = StatusPending
-	m.mu.Lock()
-	m.items[cp.ID] = &cp
-	m.mu.Unlock()
-	return cp.ID, nil
-}
-
-// Get returns a copy of the item.
-func (m *Memory) Get(_ context.Context, tenant, id string) (*Item, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	it, ok := m.items[id]
-	if !ok || it.Tenant != tenant {
-		return nil, ErrNotFound
+	if len(item.Input) > 0 && !json.Valid(item.Input) {
+		return fmt.Errorf("%w: the input is not valid JSON", ErrInvalid)
 	}
-	cp := *it
-	return &cp, nil
-}
-
-// Len returns the number of items held.
-func (m *Memory) Len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.items)
+	return nil
 }

@@ -1,6 +1,9 @@
 package telemetry
 
 import (
+	"sync"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -24,6 +27,14 @@ type Metrics struct {
 	StateBackend       prometheus.Gauge         // 1 healthy, 0 not
 	DrillAge           *prometheus.GaugeVec     // task
 	Retries            *prometheus.CounterVec   // task, provider
+	// The review queue's: items queued, resolved, rejected and purged by retention, by
+	// task; the age of the oldest unanswered item by task; whether the store commits.
+	ReviewEnqueued      *prometheus.CounterVec // task
+	ReviewResolved      *prometheus.CounterVec // task
+	ReviewRejected      *prometheus.CounterVec // task
+	ReviewPurged        *prometheus.CounterVec // task
+	ReviewOldestPending *AgeVec                // task
+	ReviewStoreHealthy  prometheus.Gauge       // 1 healthy, 0 not
 }
 
 // New creates the metrics and registers them on reg; a nil reg registers nowhere (the metrics
@@ -57,15 +68,24 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		StateBackend:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "afloat_state_backend_healthy", Help: "Whether the shared state backend answers (1) or not (0)."}),
 		DrillAge:          gauge("afloat_drill_age_seconds", "Time since the task's last unavailability drill.", "task"),
 		Retries:           counter("afloat_retries_total", "Retries on the same provider after a transient failure.", "task", "provider"),
+		ReviewEnqueued:    counter("afloat_review_enqueued_total", "Items queued for human review.", "task"),
+		ReviewResolved:    counter("afloat_review_resolved_total", "Review items an operator answered.", "task"),
+		ReviewRejected:    counter("afloat_review_rejected_total", "Review items an operator rejected.", "task"),
+		ReviewPurged:      counter("afloat_review_purged_total", "Answered review items deleted after the retention period.", "task"),
+		ReviewOldestPending: NewAgeVec("afloat_review_oldest_pending_seconds",
+			"Age of the oldest review item not answered yet (pending or claimed); 0 when none.", "task"),
+		ReviewStoreHealthy: prometheus.NewGauge(prometheus.GaugeOpts{Name: "afloat_review_store_healthy", Help: "Whether the review store commits (1) or not (0)."}),
 	}
 	m.StateBackend.Set(1)
+	m.ReviewStoreHealthy.Set(1)
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.Requests, m.Attempts, m.CircuitOpened, m.CircuitState,
 		m.ContractViolations, m.Reasks, m.ProviderLatency, m.ReadTimeout, m.Tokens, m.Cost,
 		m.FallbackShare, m.ReviewQueueDepth, m.ReviewSLABreaches, m.Normalize, m.AlertsFiring,
-		m.StateBackend, m.DrillAge, m.Retries} {
+		m.StateBackend, m.DrillAge, m.Retries, m.ReviewEnqueued, m.ReviewResolved, m.ReviewRejected,
+		m.ReviewPurged, m.ReviewOldestPending, m.ReviewStoreHealthy} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -116,4 +136,73 @@ func (m *Metrics) InitTask(task string, providers, outcomes, reasons []string) {
 	m.ReviewQueueDepth.WithLabelValues(task)
 	m.ReviewSLABreaches.WithLabelValues(task)
 	m.DrillAge.WithLabelValues(task)
+	m.ReviewEnqueued.WithLabelValues(task)
+	m.ReviewResolved.WithLabelValues(task)
+	m.ReviewRejected.WithLabelValues(task)
+	m.ReviewPurged.WithLabelValues(task)
+	m.ReviewOldestPending.Init(task)
+}
+
+// AgeVec is a gauge of ages by one label, computed when collected from the start times it
+// holds, so that an age keeps growing between the events that set it. The zero start time
+// reads as age 0. It is safe for concurrent use.
+type AgeVec struct {
+	desc  *prometheus.Desc
+	mu    sync.Mutex
+	since map[string]time.Time
+	now   func() time.Time
+}
+
+// NewAgeVec returns an AgeVec on real time with the one label named label.
+func NewAgeVec(name, help, label string) *AgeVec {
+	return &AgeVec{desc: prometheus.NewDesc(name, help, []string{label}, nil), since: map[string]time.Time{}, now: time.Now}
+}
+
+// SetClock makes the ages count on now (a fake clock's Now in tests).
+func (a *AgeVec) SetClock(now func() time.Time) {
+	a.mu.Lock()
+	a.now = now
+	a.mu.Unlock()
+}
+
+// Set records since as the start of value's age; the zero time means none (age 0).
+func (a *AgeVec) Set(value string, since time.Time) {
+	a.mu.Lock()
+	a.since[value] = since
+	a.mu.Unlock()
+}
+
+// Init exports value's series at 0 unless it is set already.
+func (a *AgeVec) Init(value string) {
+	a.mu.Lock()
+	if _, ok := a.since[value]; !ok {
+		a.since[value] = time.Time{}
+	}
+	a.mu.Unlock()
+}
+
+// Age returns value's age now, 0 when it has no start time.
+func (a *AgeVec) Age(value string) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.age(a.since[value])
+}
+
+func (a *AgeVec) age(since time.Time) time.Duration {
+	if since.IsZero() {
+		return 0
+	}
+	return max(a.now().Sub(since), 0)
+}
+
+// Describe implements prometheus.Collector.
+func (a *AgeVec) Describe(ch chan<- *prometheus.Desc) { ch <- a.desc }
+
+// Collect implements prometheus.Collector.
+func (a *AgeVec) Collect(ch chan<- prometheus.Metric) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for value, since := range a.since {
+		ch <- prometheus.MustNewConstMetric(a.desc, prometheus.GaugeValue, a.age(since).Seconds(), value)
+	}
 }

@@ -345,10 +345,11 @@ func runDemo(ctx context.Context, opts demoOptions) (*demoReport, error) {
 	if opts.Clock == nil {
 		opts.Clock = clockwork.NewRealClock()
 	}
-	rt, err := buildDemo(opts)
+	rt, cleanup, err := buildDemo(opts)
 	if err != nil {
 		return nil, err
 	}
+	defer cleanup()
 	d := &demoRun{
 		opts: opts, clock: opts.Clock, rt: rt,
 		slots: map[string]int{},
@@ -387,13 +388,29 @@ func runDemo(ctx context.Context, opts demoOptions) (*demoReport, error) {
 }
 
 // buildDemo writes the embedded config to a temporary folder, loads it with the options'
-// overrides and builds it; the folder is gone when it returns.
-func buildDemo(opts demoOptions) (*config.Runtime, error) {
+// overrides and builds it, its review queue a temporary SQLite file there. cleanup closes the
+// runtime and removes the folder.
+func buildDemo(opts demoOptions) (rt *config.Runtime, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "afloat-demo-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	rt, err = buildDemoIn(dir, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rt, func() {
+		_ = rt.Close()
+		_ = os.RemoveAll(dir)
+	}, nil
+}
+
+func buildDemoIn(dir string, opts demoOptions) (*config.Runtime, error) {
 	files, err := fs.Sub(demoFiles, "demo")
 	if err != nil {
 		return nil, err

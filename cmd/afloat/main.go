@@ -18,6 +18,10 @@ Usage:
   afloat serve -c afloat.yaml    run the gateway
   afloat check -c afloat.yaml    validate a config, its templates and schemas
   afloat demo [--duration 60s]   an offline demo: simulated providers, an outage, a live view
+  afloat prompts test -c afloat.yaml
+                                 run each prompt's recorded outputs through normalization
+  afloat review list|show|claim|resolve|reject --target URL --admin-token T
+                                 work the human review queue of a running gateway
   afloat version                 print the version
 
 Run "afloat <command> -h" for a command's flags.
@@ -51,6 +55,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = check(args[1:], stdout, stderr)
 	case "demo":
 		err = demo(ctx, args[1:], stdout, stderr)
+	case "review":
+		err = reviewCmd(args[1:], stdout, stderr)
+	case "prompts":
+		err = prompts(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "afloat", version)
 	case "help", "-h", "--help":

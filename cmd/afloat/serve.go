@@ -44,6 +44,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, t := range f.Tenants {
 		tenants[t.Name] = t.Keys
 	}
+	operators := map[string]string{}
+	for _, o := range f.Operators {
+		operators[o.Name] = o.Token
+	}
 	if len(tenants) == 0 && !loopback(addr) {
 		fmt.Fprintf(stderr, "afloat serve: refusing to listen on %s without tenants: with no client keys anyone who reaches the port can call the models on your bill; configure tenants or listen on 127.0.0.1\n", addr)
 		return errFailed
@@ -55,7 +59,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	gw, err := gateway.New(gateway.Config{
 		Engine: rt.Engine, Tasks: rt.Tasks, Routes: rt.Routes, Faults: rt.Faults, Flags: rt.Flags,
-		Review: rt.Review, Tenants: tenants, AdminToken: f.Server.AdminToken, MaxBody: int64(f.Server.MaxBody),
+		Review: rt.Review, Tenants: tenants, Operators: operators, AdminToken: f.Server.AdminToken, MaxBody: int64(f.Server.MaxBody),
 		Gatherer: rt.Registry, StateBackend: f.State.Backend, Logger: log,
 	})
 	if err != nil {
@@ -89,10 +93,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Warn("grace period over: closing the connections still open", "err", err)
 		_ = srv.Close()
 	}
-	if c, ok := rt.Review.(io.Closer); ok {
-		if cerr := c.Close(); cerr != nil {
-			log.Error("closing the review store", "err", cerr)
-		}
+	if cerr := rt.Close(); cerr != nil {
+		log.Error("closing the review store", "err", cerr)
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)

@@ -31,6 +31,9 @@ type Config struct {
 	// Headers are extra request headers ("OpenAI-Project" for Yandex). They are set last, so
 	// they may replace a default header. nil means none.
 	Headers map[string]string
+	// Dialect names the server's quirks the requests are rendered around: DialectOpenAI,
+	// DialectVLLM, DialectLlamaCpp, DialectOllama or DialectYandex. "" means DialectOpenAI.
+	Dialect string
 	// HTTPClient sends the requests. nil means httpx.NewClient(httpx.Timeouts{}).
 	HTTPClient *http.Client
 	// Clock turns an HTTP-date Retry-After into a wait. nil means the real clock.
@@ -55,6 +58,7 @@ type Client struct {
 	endpoint string
 	apiKey   string
 	model    string
+	dialect  string
 	headers  http.Header
 	http     *http.Client
 	clock    clockwork.Clock
@@ -71,6 +75,7 @@ func New(cfg Config) (*Client, error) {
 		name:    cfg.Name,
 		apiKey:  cfg.APIKey,
 		model:   cfg.Model,
+		dialect: cfg.Dialect,
 		http:    cfg.HTTPClient,
 		clock:   cfg.Clock,
 		headers: make(http.Header, len(cfg.Headers)),
@@ -87,6 +92,9 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("openai: %s: base url %q is not an absolute http(s) url", c.name, base)
 	}
 	c.endpoint = strings.TrimRight(base, "/") + "/chat/completions"
+	if !knownDialect(c.dialect) {
+		return nil, fmt.Errorf("openai: %s: unknown dialect %q (want openai, vllm, llamacpp, ollama or yandex)", c.name, c.dialect)
+	}
 	if strings.ContainsAny(cfg.APIKey, "\r\n\x00") {
 		return nil, fmt.Errorf("openai: %s: api key holds a control character", c.name)
 	}
@@ -141,7 +149,7 @@ func (c *Client) send(ctx context.Context, req *afloat.Request, stream bool) (*h
 	if req == nil {
 		return nil, c.contractError(errors.New("nil request"))
 	}
-	payload, err := encodeRequest(req, c.model, stream)
+	payload, err := encodeFor(req, c.model, stream, c.dialect)
 	if err != nil {
 		return nil, c.contractError(err)
 	}

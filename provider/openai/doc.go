@@ -7,12 +7,17 @@
 // body's error type or code, never by message text. It does not retry, break or fall back:
 // the cascade composes that.
 //
+// Config.Dialect renders requests around a server's quirks: llama.cpp's json_schema shape,
+// Ollama's missing tool_choice, Yandex's tool_choice of auto and none only (see the
+// Dialect constants).
+//
 // A self-hosted emergency tier:
 //
 //	tlite, err := openai.New(openai.Config{
 //		Name:    "t-lite",
 //		BaseURL: "http://127.0.0.1:8000/v1",
 //		Model:   "t-tech/T-lite-it-1.0",
+//		Dialect: openai.DialectVLLM,
 //	})
 //	if err != nil { ... }
 //	resp, err := tlite.Complete(ctx, &afloat.Request{

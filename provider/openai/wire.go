@@ -72,6 +72,8 @@ type namedToolChoice struct {
 type responseFormat struct {
 	Type       string      `json:"type"`
 	JSONSchema *jsonSchema `json:"json_schema,omitempty"`
+	// Schema is llama.cpp's json_object schema, beside the type.
+	Schema json.RawMessage `json:"schema,omitempty"`
 }
 
 type jsonSchema struct {
@@ -106,9 +108,15 @@ func (u *usage) canonical() afloat.Usage {
 // requires a name.
 const defaultSchemaName = "result"
 
-// encodeRequest renders req in the wire format. model is used when req names none. Its
-// errors are our request's faults, so the caller reports them as Contract.
+// encodeRequest renders req in the wire format as OpenAI documents it. model is used when
+// req names none. Its errors are our request's faults, so the caller reports them as
+// Contract.
 func encodeRequest(req *afloat.Request, model string, stream bool) ([]byte, error) {
+	return encodeFor(req, model, stream, DialectOpenAI)
+}
+
+// encodeFor renders req for a server of the dialect (see Config.Dialect).
+func encodeFor(req *afloat.Request, model string, stream bool, dialect string) ([]byte, error) {
 	w := chatRequest{
 		Model:       req.Model,
 		Messages:    make([]message, 0, len(req.Messages)),
@@ -148,11 +156,16 @@ func encodeRequest(req *afloat.Request, model string, stream bool) ([]byte, erro
 		}
 		w.Messages = append(w.Messages, wm)
 	}
-	for _, t := range req.Tools {
+	tools := req.Tools
+	choice := req.ToolChoice
+	if choice != nil && len(tools) > 0 {
+		tools, choice = adaptToolChoice(tools, choice, dialect)
+	}
+	for _, t := range tools {
 		w.Tools = append(w.Tools, tool{Type: "function",
 			Function: function{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
 	}
-	if tc := req.ToolChoice; tc != nil {
+	if tc := choice; tc != nil {
 		switch tc.Mode {
 		case "":
 		case "auto", "none", "required":
@@ -177,6 +190,13 @@ func encodeRequest(req *afloat.Request, model string, stream bool) ([]byte, erro
 		case "json_schema":
 			if len(bytes.TrimSpace(rf.Schema)) == 0 {
 				return nil, errors.New("json_schema response format has no schema")
+			}
+			if dialect == DialectLlamaCpp {
+				// Every llama-server reads a json_object's schema; older builds and forks
+				// refuse the json_schema type, and the flat json_schema form of its README
+				// is silently unconstrained.
+				w.ResponseFormat = &responseFormat{Type: "json_object", Schema: rf.Schema}
+				break
 			}
 			name := rf.Name
 			if name == "" {

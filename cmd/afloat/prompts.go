@@ -1,0 +1,202 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"text/tabwriter"
+
+	"github.com/afloat-dev/afloat/config"
+	"github.com/afloat-dev/afloat/normalize"
+	"github.com/afloat-dev/afloat/prompt"
+)
+
+const promptsUsage = `Usage: afloat prompts test -c afloat.yaml [-run REGEXP] [-strict]
+
+Runs the recorded outputs of every prompt of every task (the fixtures in the folder beside
+each template: prompts/triage/gigachat-pro.v3.tmpl has prompts/triage/gigachat-pro.v3.fixtures/)
+through normalization and validation against the task's schema and synonyms, and prints one
+row per fixture: task, provider, prompt version, fixture, pass or FAIL, and the stage the answer
+was refused at. Exits 1 when any fixture fails. Run it when you edit a prompt or switch a model.
+
+A fixture is NAME.out (the model's output, as it came) and NAME.want (the expected result as
+JSON, or "reject: extract|repair|schema"); see the normalize package's Fixture for the format.
+Environment variables the config uses and the environment lacks are filled with a placeholder:
+the test needs no credentials.
+`
+
+// prompts runs `afloat prompts test`: the contract tests of every prompt's fixtures.
+func prompts(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "test" {
+		fmt.Fprint(stderr, promptsUsage)
+		return errUsage
+	}
+	flags := flag.NewFlagSet("prompts test", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	path := flags.String("c", "afloat.yaml", "the config file whose prompts are tested")
+	run := flags.String("run", "", "test only the fixtures whose task/provider/fixture matches this regular expression")
+	strict := flags.Bool("strict", false, "fail when a prompt has no fixtures")
+	flags.Usage = func() {
+		fmt.Fprint(stderr, promptsUsage+"\nFlags:\n")
+		flags.PrintDefaults()
+	}
+	if err := flags.Parse(args[1:]); err != nil {
+		return errUsage
+	}
+	if flags.NArg() > 0 {
+		fmt.Fprintf(stderr, "afloat prompts test: unexpected argument %q\n", flags.Arg(0))
+		return errUsage
+	}
+	var filter *regexp.Regexp
+	if *run != "" {
+		re, err := regexp.Compile(*run)
+		if err != nil {
+			fmt.Fprintf(stderr, "afloat prompts test: -run: %v\n", err)
+			return errUsage
+		}
+		filter = re
+	}
+	f, err := loadForPrompts(*path)
+	if err != nil {
+		var errs config.Errors
+		if errors.As(err, &errs) {
+			for _, e := range errs {
+				fmt.Fprintf(stderr, "%s: %v\n", *path, e)
+			}
+		} else {
+			fmt.Fprintf(stderr, "%s: %v\n", *path, err)
+		}
+		return errFailed
+	}
+	s := promptSuite{filter: filter}
+	s.run(f)
+	return s.report(stdout, stderr, *strict)
+}
+
+// loadForPrompts loads a config as config.Load does, with a placeholder for every variable
+// the environment lacks.
+func loadForPrompts(path string) (*config.File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	env := func(name string) (string, bool) {
+		if v, ok := os.LookupEnv(name); ok {
+			return v, true
+		}
+		return "http://placeholder.invalid/afloat-prompts-test", true
+	}
+	return config.Parse(data, dir, env)
+}
+
+// promptRow is one line of the table.
+type promptRow struct {
+	task, provider, version, fixture string
+	result                           string // pass, FAIL, or a note when there is no fixture to run
+	stage                            string
+	problem                          string // why it failed
+}
+
+type promptSuite struct {
+	filter *regexp.Regexp
+	rows   []promptRow
+
+	passed, failed, bare int // bare: prompts without fixtures
+}
+
+func (s *promptSuite) run(f *config.File) {
+	for _, t := range f.Tasks {
+		schema, err := os.ReadFile(t.Schema)
+		var c *normalize.Contract
+		if err == nil {
+			c, err = normalize.Compile(t.Name, schema, normalize.WithSynonyms(t.Synonyms))
+		}
+		for _, tr := range t.Cascade {
+			row := promptRow{task: t.Name, provider: tr.Provider, version: prompt.Version(tr.Prompt)}
+			if row.version == "" {
+				row.version = "-"
+			}
+			if err != nil {
+				s.fail(row, "schema", err.Error())
+				continue
+			}
+			s.tier(c, row, tr.Prompt)
+		}
+	}
+}
+
+// tier runs the fixtures of one prompt template.
+func (s *promptSuite) tier(c *normalize.Contract, row promptRow, template string) {
+	dir := normalize.FixtureDir(template)
+	fixtures, err := normalize.LoadFixtures(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if s.filter == nil || s.filter.MatchString(row.task+"/"+row.provider+"/") {
+			row.fixture, row.result, row.stage = "-", "no fixtures", "-"
+			s.rows = append(s.rows, row)
+			s.bare++
+		}
+		return
+	case err != nil:
+		row.fixture = filepath.Base(dir)
+		s.fail(row, "-", err.Error())
+		return
+	}
+	for _, fx := range fixtures {
+		if s.filter != nil && !s.filter.MatchString(row.task+"/"+row.provider+"/"+fx.Name) {
+			continue
+		}
+		r := c.RunFixture(fx)
+		row := row
+		row.fixture, row.stage = fx.Name, r.Stage()
+		if row.stage == "" {
+			row.stage = "-"
+		}
+		if !r.Pass {
+			s.fail(row, row.stage, r.Problem)
+			continue
+		}
+		row.result = "pass"
+		s.rows = append(s.rows, row)
+		s.passed++
+	}
+}
+
+func (s *promptSuite) fail(row promptRow, stage, problem string) {
+	if row.fixture == "" {
+		row.fixture = "-"
+	}
+	row.result, row.stage, row.problem = "FAIL", stage, problem
+	s.rows = append(s.rows, row)
+	s.failed++
+}
+
+// report prints the table, the failures' reasons and a summary, and returns errFailed when
+// the suite failed.
+func (s *promptSuite) report(stdout, stderr io.Writer, strict bool) error {
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tPROVIDER\tVERSION\tFIXTURE\tRESULT\tSTAGE")
+	for _, r := range s.rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.task, r.provider, r.version, r.fixture, r.result, r.stage)
+	}
+	tw.Flush()
+	for _, r := range s.rows {
+		if r.problem != "" {
+			fmt.Fprintf(stderr, "FAIL %s/%s/%s/%s: %s\n", r.task, r.provider, r.version, r.fixture, r.problem)
+		}
+	}
+	fmt.Fprintf(stdout, "\n%d passed, %d failed; %d prompt(s) without fixtures\n", s.passed, s.failed, s.bare)
+	if s.failed > 0 || (strict && s.bare > 0) {
+		return errFailed
+	}
+	return nil
+}

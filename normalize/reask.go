@@ -1,0 +1,74 @@
+package normalize
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/afloat-dev/afloat"
+)
+
+// ReaskText returns the clarifying message of a re-ask (shared/DESIGN.md §2, step 6): what is
+// wrong with the previous answer, line by line from the error's details, and the JSON Schema
+// the answer must fit. It is written for the model: the cascade appends it, as a user message,
+// to the same conversation after the model's own answer.
+func ReaskText(err error, schema json.RawMessage) string {
+	var b strings.Builder
+	b.WriteString("Your previous answer does not fit the required format.\n")
+	if lines := problems(err); len(lines) > 0 {
+		b.WriteString("Problems:\n")
+		for _, d := range lines {
+			b.WriteString("- " + d + "\n")
+		}
+	}
+	b.WriteString("Answer again with exactly one JSON object and nothing else (no Markdown, no explanation), valid against this JSON Schema:\n")
+	b.Write(schema)
+	return b.String()
+}
+
+// ReaskData returns the data a re-ask template (a per-tier override of ReaskText) renders
+// with, under the names ReaskFields lists:
+//
+//	errors  []string  the problems, as ReaskText lists them
+//	stage   string    extract, repair or schema
+//	schema  string    the JSON Schema the answer must fit
+//	answer  string    the model's previous answer, as it came
+func ReaskData(err error, schema json.RawMessage, answer string) map[string]any {
+	stage := ""
+	var ce *afloat.ContractError
+	if errors.As(err, &ce) {
+		stage = ce.Stage
+	}
+	return map[string]any{"errors": problems(err), "stage": stage, "schema": string(schema), "answer": answer}
+}
+
+// ReaskFields returns the names ReaskData sets, sorted: a re-ask template may read no other.
+func ReaskFields() []string { return []string{"answer", "errors", "schema", "stage"} }
+
+func problems(err error) []string {
+	if err == nil {
+		return nil
+	}
+	var ce *afloat.ContractError
+	if errors.As(err, &ce) && len(ce.Details) > 0 {
+		return ce.Details
+	}
+	return []string{err.Error()}
+}
+
+// ToolReaskText returns the answer of a re-ask to a tool call whose arguments do not fit the
+// tool's parameters: the problems, and the parameters' JSON Schema. The cascade sends it as
+// the tool message of that call, so that the model calls again.
+func ToolReaskText(err error, tool string, schema json.RawMessage) string {
+	var b strings.Builder
+	b.WriteString("This call of " + tool + " was not made: its arguments do not fit the tool's parameters.\n")
+	if lines := problems(err); len(lines) > 0 {
+		b.WriteString("Problems:\n")
+		for _, d := range lines {
+			b.WriteString("- " + d + "\n")
+		}
+	}
+	b.WriteString("Call the tool again with arguments valid against this JSON Schema:\n")
+	b.Write(schema)
+	return b.String()
+}

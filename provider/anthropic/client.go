@@ -1,0 +1,197 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx"
+	"github.com/jonboulle/clockwork"
+)
+
+// Config configures a Client.
+type Config struct {
+	// Name is the provider's name in errors and metrics ("claude"). "" means "anthropic".
+	Name string
+	// BaseURL is the API root; requests go to BaseURL + "/messages". "" means
+	// https://api.anthropic.com/v1.
+	BaseURL string
+	// APIKey is sent as "x-api-key"; required.
+	APIKey string
+	// Model is the model of every request that names none. "" requires each Request to set
+	// Model.
+	Model string
+	// MaxTokens caps an answer whose Request leaves MaxTokens at 0 (the API requires a cap).
+	// 0 means 4096.
+	MaxTokens int
+	// Version is the "anthropic-version" header. "" means 2023-06-01.
+	Version string
+	// Headers are extra request headers ("anthropic-beta"). They are set last, so they may
+	// replace a default header. nil means none.
+	Headers map[string]string
+	// HTTPClient sends the requests. nil means httpx.NewClient(httpx.Timeouts{}).
+	HTTPClient *http.Client
+	// Clock turns an HTTP-date Retry-After into a wait. nil means the real clock.
+	Clock clockwork.Clock
+}
+
+// Defaults of Config's empty fields.
+const (
+	DefaultBaseURL   = "https://api.anthropic.com/v1"
+	DefaultVersion   = "2023-06-01"
+	DefaultMaxTokens = 4096
+	defaultName      = "anthropic"
+	// maxBody bounds a whole answer read into memory; a larger one is treated as broken.
+	maxBody = 16 << 20
+	// maxErrorBody bounds what is read of an error response: its class needs only the head.
+	maxErrorBody = 64 << 10
+)
+
+// Client calls the Messages API. It implements afloat.Provider and afloat.Streamer, and is
+// safe for concurrent use.
+type Client struct {
+	name      string
+	endpoint  string
+	apiKey    string
+	model     string
+	maxTokens int
+	version   string
+	headers   http.Header
+	http      *http.Client
+	clock     clockwork.Clock
+}
+
+var (
+	_ afloat.Provider = (*Client)(nil)
+	_ afloat.Streamer = (*Client)(nil)
+)
+
+// New checks cfg and returns a Client. Its errors never quote the key.
+func New(cfg Config) (*Client, error) {
+	c := &Client{
+		name: cfg.Name, apiKey: cfg.APIKey, model: cfg.Model, maxTokens: cfg.MaxTokens,
+		version: cfg.Version, http: cfg.HTTPClient, clock: cfg.Clock,
+	}
+	if c.name == "" {
+		c.name = defaultName
+	}
+	if c.version == "" {
+		c.version = DefaultVersion
+	}
+	if c.maxTokens == 0 {
+		c.maxTokens = DefaultMaxTokens
+	}
+	if c.maxTokens < 0 {
+		return nil, fmt.Errorf("anthropic: %s: max tokens %d is negative", c.name, c.maxTokens)
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("anthropic: %s: base url %q is not an absolute http(s) url", c.name, base)
+	}
+	c.endpoint = strings.TrimRight(base, "/") + "/messages"
+	switch {
+	case cfg.APIKey == "":
+		return nil, fmt.Errorf("anthropic: %s: api key is required", c.name)
+	case httpx.HasControl(cfg.APIKey):
+		return nil, fmt.Errorf("anthropic: %s: api key holds a control character", c.name)
+	case httpx.HasControl(c.version):
+		return nil, fmt.Errorf("anthropic: %s: version holds a control character", c.name)
+	}
+	if c.headers, err = httpx.Headers(cfg.Headers); err != nil {
+		return nil, fmt.Errorf("anthropic: %s: %w", c.name, err)
+	}
+	if c.http == nil {
+		c.http = httpx.NewClient(httpx.Timeouts{})
+	}
+	if c.clock == nil {
+		c.clock = clockwork.NewRealClock()
+	}
+	return c, nil
+}
+
+// Name returns the provider's name as it appears in errors.
+func (c *Client) Name() string { return c.name }
+
+// Complete sends req and returns the answer. Failures are *afloat.ProviderError: a transport
+// failure or a cut context is Unavailable (with Timeout when time ran out), an HTTP error is
+// classified by status and error type, a 200 that is not a message is Unavailable, and a
+// tool input that is not a JSON object is Contract.
+func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Response, error) {
+	enc, err := c.encode(req, false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, enc.body, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return nil, httpx.TransportError(c.name, err)
+	}
+	if len(body) > maxBody {
+		return nil, c.bodyError(resp.StatusCode, fmt.Errorf("response body exceeds %d bytes", maxBody))
+	}
+	out, err := decodeResponse(body, enc.answerTool)
+	if err != nil {
+		return nil, c.decodeFailure(resp.StatusCode, err)
+	}
+	return out, nil
+}
+
+// encode renders req, reporting a request that cannot be rendered as Contract.
+func (c *Client) encode(req *afloat.Request, stream bool) (encoded, error) {
+	if req == nil {
+		return encoded{}, c.contractError(errors.New("nil request"))
+	}
+	enc, err := encodeRequest(req, c.model, c.maxTokens, stream)
+	if err != nil {
+		return encoded{}, c.contractError(err)
+	}
+	return enc, nil
+}
+
+// send posts a rendered request and returns a response with a 2xx status; any other outcome
+// is returned as a classified error, with the body already drained and closed.
+func (c *Client) send(ctx context.Context, payload []byte, stream bool) (*http.Response, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(payload))
+	if err != nil {
+		return nil, c.contractError(err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	if stream {
+		hreq.Header.Set("Accept", "text/event-stream")
+	} else {
+		hreq.Header.Set("Accept", "application/json")
+	}
+	hreq.Header.Set("X-Api-Key", c.apiKey)
+	hreq.Header.Set("Anthropic-Version", c.version)
+	for k, v := range c.headers {
+		hreq.Header.Set(k, v[0])
+	}
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return nil, httpx.TransportError(c.name, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return nil, c.statusError(resp.StatusCode, resp.Header, body)
+}
+
+func (c *Client) contractError(err error) *afloat.ProviderError {
+	return &afloat.ProviderError{Provider: c.name, Kind: afloat.Contract, Err: err}
+}

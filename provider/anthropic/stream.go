@@ -1,0 +1,247 @@
+package anthropic
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx"
+)
+
+// Stream starts a streamed call. An error before the stream follows Complete's contract.
+// Recv then returns the text deltas (the forced answer tool's input too, as text), then one
+// chunk with the finish reason, the whole tool calls and the usage, then io.EOF after
+// message_stop. An error event inside the stream, or a body that ends before the message
+// finished, is an Unavailable *afloat.ProviderError; a tool input that is not a JSON object
+// is Contract.
+func (c *Client) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream, error) {
+	enc, err := c.encode(req, true)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, enc.body, true)
+	if err != nil {
+		return nil, err
+	}
+	return newStream(c, resp, enc.answerTool), nil
+}
+
+// maxLine bounds one SSE line; a longer one is treated as a broken stream.
+const maxLine = 4 << 20
+
+// stream reads one answer from Anthropic's events. It is not safe for concurrent use,
+// except that Close may be called from another goroutine to abort a blocked Recv.
+type stream struct {
+	c          *Client
+	status     int
+	body       io.ReadCloser
+	events     *httpx.EventReader
+	answerTool string
+	// blocks are the content blocks by index, in the order they started.
+	blocks       map[int]*partialBlock
+	order        []int
+	inputTokens  int
+	answered     bool // the answer tool's input was emitted, at least in part
+	finished     bool // message_delta carried a stop reason
+	eof          bool
+	err          error
+	closeOnce    sync.Once
+	outputTokens int
+}
+
+type partialBlock struct {
+	typ, id, name string
+	args          []byte
+}
+
+func newStream(c *Client, resp *http.Response, answerTool string) *stream {
+	return &stream{c: c, status: resp.StatusCode, body: resp.Body, answerTool: answerTool,
+		events: httpx.NewEventReader(resp.Body, maxLine), blocks: map[int]*partialBlock{}}
+}
+
+func (s *stream) Close() error {
+	s.closeOnce.Do(func() { s.body.Close() })
+	return nil
+}
+
+func (s *stream) Recv() (afloat.Chunk, error) {
+	for {
+		if s.err != nil {
+			return afloat.Chunk{}, s.err
+		}
+		if s.eof {
+			return afloat.Chunk{}, io.EOF
+		}
+		ev, err := s.events.Next()
+		switch {
+		case errors.Is(err, io.EOF) && s.finished:
+			s.eof = true
+			continue
+		case errors.Is(err, io.EOF):
+			s.err = s.c.bodyError(s.status, fmt.Errorf("stream ended before message_stop: %w", io.ErrUnexpectedEOF))
+			continue
+		case errors.Is(err, bufio.ErrTooLong):
+			s.err = s.c.bodyError(s.status, fmt.Errorf("stream line exceeds %d bytes: %w", maxLine, err))
+			continue
+		case err != nil:
+			s.err = httpx.TransportError(s.c.name, err)
+			continue
+		}
+		ch, emit, err := s.handle(ev)
+		if err != nil {
+			s.err = err
+			continue
+		}
+		if emit {
+			return ch, nil
+		}
+	}
+}
+
+// event is the data of any stream event; each type fills its own fields.
+type event struct {
+	Type    string `json:"type"`
+	Message *struct {
+		Usage *usage `json:"usage"`
+	} `json:"message"`
+	Index        int `json:"index"`
+	ContentBlock *struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"content_block"`
+	Delta *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *usage `json:"usage"`
+}
+
+// handle turns one event into a chunk; emit is false when the event carried nothing a
+// caller needs (a ping, a block start, a tool input fragment).
+func (s *stream) handle(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) {
+	var w event
+	if err := json.Unmarshal(ev.Data, &w); err != nil {
+		return afloat.Chunk{}, false, s.c.bodyError(s.status, fmt.Errorf("decode stream event: %w", err))
+	}
+	typ := w.Type
+	if typ == "" {
+		typ = ev.Type
+	}
+	switch typ {
+	case "error":
+		return afloat.Chunk{}, false, s.eventError(ev.Data)
+	case "message_start":
+		if w.Message != nil && w.Message.Usage != nil {
+			s.inputTokens = w.Message.Usage.inputTokens()
+			s.outputTokens = w.Message.Usage.OutputTokens
+		}
+	case "content_block_start":
+		if w.ContentBlock == nil {
+			break
+		}
+		if _, seen := s.blocks[w.Index]; !seen {
+			s.order = append(s.order, w.Index)
+		}
+		s.blocks[w.Index] = &partialBlock{typ: w.ContentBlock.Type, id: w.ContentBlock.ID, name: w.ContentBlock.Name}
+		if w.ContentBlock.Type == "text" && w.ContentBlock.Text != "" {
+			return afloat.Chunk{Delta: w.ContentBlock.Text}, true, nil
+		}
+	case "content_block_delta":
+		if w.Delta == nil {
+			break
+		}
+		switch w.Delta.Type {
+		case "text_delta":
+			if w.Delta.Text != "" {
+				return afloat.Chunk{Delta: w.Delta.Text}, true, nil
+			}
+		case "input_json_delta":
+			b := s.blocks[w.Index]
+			if b == nil {
+				break
+			}
+			if s.answer(b) {
+				if w.Delta.PartialJSON != "" {
+					s.answered = true
+					return afloat.Chunk{Delta: w.Delta.PartialJSON}, true, nil
+				}
+				break
+			}
+			b.args = append(b.args, w.Delta.PartialJSON...)
+		}
+	case "message_delta":
+		if w.Usage != nil {
+			s.outputTokens = w.Usage.OutputTokens
+		}
+		if w.Delta == nil || w.Delta.StopReason == "" || s.finished {
+			break
+		}
+		return s.finish(w.Delta.StopReason)
+	case "message_stop":
+		if !s.finished {
+			// A stop without a stop reason: end as a plain stop rather than lose the calls.
+			ch, emit, err = s.finish("end_turn")
+		}
+		s.eof = true
+		return ch, emit, err
+	}
+	// ping, content_block_stop and types added later carry nothing for us.
+	return afloat.Chunk{}, false, nil
+}
+
+// answer reports whether b is the forced tool whose input is the answer's text.
+func (s *stream) answer(b *partialBlock) bool {
+	return s.answerTool != "" && b.typ == "tool_use" && b.name == s.answerTool
+}
+
+// finish builds the last chunk: the finish reason, the tool calls and the usage.
+func (s *stream) finish(stopReason string) (afloat.Chunk, bool, error) {
+	s.finished = true
+	ch := afloat.Chunk{FinishReason: finishReason(stopReason),
+		Usage: &afloat.Usage{InputTokens: s.inputTokens, OutputTokens: s.outputTokens}}
+	for _, idx := range s.order {
+		b := s.blocks[idx]
+		if b.typ != "tool_use" {
+			continue
+		}
+		if s.answer(b) {
+			ch.FinishReason = "stop"
+			if !s.answered {
+				ch.Delta = "{}"
+			}
+			continue
+		}
+		args, err := objectArguments(b.args)
+		if err != nil {
+			pe := s.c.bodyError(s.status, &argumentsError{tool: b.name, err: err})
+			pe.Kind = afloat.Contract
+			return afloat.Chunk{}, false, pe
+		}
+		ch.ToolCalls = append(ch.ToolCalls, afloat.ToolCall{ID: b.id, Name: b.name, Arguments: args})
+	}
+	return ch, true, nil
+}
+
+// eventError reads an error event. Whatever type it names (overloaded_error, api_error), an
+// error inside a 200 stream says the provider failed mid-answer: Unavailable.
+func (s *stream) eventError(data []byte) error {
+	pe := s.c.bodyError(s.status, nil)
+	e, ok := parseErrorBody(data)
+	pe.Code = e.label()
+	if ok && e.message != "" {
+		pe.Err = errors.New("error event: " + s.c.quote(e.message))
+	} else {
+		pe.Err = errors.New("error event: " + s.c.quote(string(data)))
+	}
+	return pe
+}

@@ -1,0 +1,184 @@
+package yandex
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx"
+	"github.com/jonboulle/clockwork"
+)
+
+// Config configures a Client. Exactly one of APIKey and IAMToken is required.
+type Config struct {
+	// Name is the provider's name in errors and metrics. "" means "yandexgpt".
+	Name string
+	// BaseURL is the API host; requests go to BaseURL + "/foundationModels/v1/completion".
+	// "" means https://llm.api.cloud.yandex.net.
+	BaseURL string
+	// ModelURI is the model of every request that names none
+	// ("gpt://<folder>/yandexgpt/latest"). "" requires each Request to set Model.
+	ModelURI string
+	// APIKey is a service account's API key, sent as "Authorization: Api-Key <key>".
+	APIKey string
+	// IAMToken is sent as "Authorization: Bearer <token>". It is used as given: a token
+	// lives 12 hours, and its refresh is the host's job.
+	IAMToken string
+	// FolderID is sent as "x-folder-id" with an IAMToken (a user account's token needs
+	// it); "" sends none. It does not go with an APIKey.
+	FolderID string
+	// HTTPClient sends the requests. nil means httpx.NewClient(httpx.Timeouts{}).
+	HTTPClient *http.Client
+	// Clock turns an HTTP-date Retry-After into a wait. nil means the real clock.
+	Clock clockwork.Clock
+}
+
+// Defaults of Config's empty fields.
+const (
+	DefaultBaseURL = "https://llm.api.cloud.yandex.net"
+	completionPath = "/foundationModels/v1/completion"
+	defaultName    = "yandexgpt"
+	// maxBody bounds a whole answer read into memory; a larger one is treated as broken.
+	maxBody = 16 << 20
+	// maxErrorBody bounds what is read of an error response: its class needs only the head.
+	maxErrorBody = 64 << 10
+)
+
+// Client calls Yandex Foundation Models. It implements afloat.Provider and
+// afloat.Streamer, and is safe for concurrent use.
+type Client struct {
+	name     string
+	endpoint string
+	modelURI string
+	auth     string // the Authorization header
+	secret   string // the key or token, for redaction
+	folderID string
+	http     *http.Client
+	clock    clockwork.Clock
+}
+
+var (
+	_ afloat.Provider = (*Client)(nil)
+	_ afloat.Streamer = (*Client)(nil)
+)
+
+// New checks cfg and returns a Client. Its errors never quote the key or the token.
+func New(cfg Config) (*Client, error) {
+	c := &Client{name: cfg.Name, modelURI: cfg.ModelURI, folderID: cfg.FolderID, http: cfg.HTTPClient, clock: cfg.Clock}
+	if c.name == "" {
+		c.name = defaultName
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("yandex: %s: base url %q is not an absolute http(s) url", c.name, base)
+	}
+	c.endpoint = strings.TrimRight(base, "/") + completionPath
+	switch {
+	case cfg.APIKey != "" && cfg.IAMToken != "":
+		return nil, fmt.Errorf("yandex: %s: set an api key or an iam token, not both", c.name)
+	case cfg.APIKey != "" && cfg.FolderID != "":
+		return nil, fmt.Errorf("yandex: %s: a folder id goes with an iam token, not an api key", c.name)
+	case cfg.APIKey != "":
+		c.auth, c.secret = "Api-Key "+cfg.APIKey, cfg.APIKey
+	case cfg.IAMToken != "":
+		c.auth, c.secret = "Bearer "+cfg.IAMToken, cfg.IAMToken
+	default:
+		return nil, fmt.Errorf("yandex: %s: an api key or an iam token is required", c.name)
+	}
+	if httpx.HasControl(c.secret) || httpx.HasControl(cfg.FolderID) {
+		return nil, fmt.Errorf("yandex: %s: credentials hold a control character", c.name)
+	}
+	if c.http == nil {
+		c.http = httpx.NewClient(httpx.Timeouts{})
+	}
+	if c.clock == nil {
+		c.clock = clockwork.NewRealClock()
+	}
+	return c, nil
+}
+
+// Name returns the provider's name as it appears in errors.
+func (c *Client) Name() string { return c.name }
+
+// Complete sends req and returns the answer. Failures are *afloat.ProviderError: a transport
+// failure or a cut context is Unavailable (with Timeout when time ran out), an HTTP error is
+// classified by status, a 200 without alternatives is Unavailable, and tool arguments that
+// are not a JSON object are Contract.
+func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Response, error) {
+	payload, model, err := c.encode(req, false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, payload)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return nil, httpx.TransportError(c.name, err)
+	}
+	if len(body) > maxBody {
+		return nil, c.bodyError(resp.StatusCode, fmt.Errorf("response body exceeds %d bytes", maxBody))
+	}
+	out, err := decodeResponse(body, model)
+	if err != nil {
+		return nil, c.decodeFailure(resp.StatusCode, err)
+	}
+	return out, nil
+}
+
+// encode renders req and returns the model URI it names.
+func (c *Client) encode(req *afloat.Request, stream bool) ([]byte, string, error) {
+	if req == nil {
+		return nil, "", c.contractError(errors.New("nil request"))
+	}
+	model := req.Model
+	if model == "" {
+		model = c.modelURI
+	}
+	payload, err := encodeRequest(req, model, stream)
+	if err != nil {
+		return nil, "", c.contractError(err)
+	}
+	return payload, model, nil
+}
+
+// send posts a rendered request and returns a response with a 2xx status; any other outcome
+// is returned as a classified error, with the body already drained and closed.
+func (c *Client) send(ctx context.Context, payload []byte) (*http.Response, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(payload))
+	if err != nil {
+		return nil, c.contractError(err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	hreq.Header.Set("Authorization", c.auth)
+	if c.folderID != "" {
+		hreq.Header.Set("X-Folder-Id", c.folderID)
+	}
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return nil, httpx.TransportError(c.name, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return nil, c.statusError(resp.StatusCode, resp.Header, body)
+}
+
+func (c *Client) contractError(err error) *afloat.ProviderError {
+	return &afloat.ProviderError{Provider: c.name, Kind: afloat.Contract, Err: err}
+}

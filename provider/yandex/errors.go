@@ -1,0 +1,140 @@
+package yandex
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx"
+)
+
+// maxQuote bounds the part of a provider's message kept in an error.
+const maxQuote = 200
+
+// apiError is the error of a body {"error":{"grpcCode","httpCode","message","httpStatus"}},
+// or of the gRPC gateway's plain {"code","message"}.
+type apiError struct {
+	grpcCode int
+	message  string
+}
+
+// grpcNames are the gRPC codes' names, reported as the error's code.
+var grpcNames = map[int]string{
+	1: "CANCELLED", 2: "UNKNOWN", 3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED", 5: "NOT_FOUND",
+	6: "ALREADY_EXISTS", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED", 9: "FAILED_PRECONDITION",
+	10: "ABORTED", 11: "OUT_OF_RANGE", 12: "UNIMPLEMENTED", 13: "INTERNAL", 14: "UNAVAILABLE",
+	15: "DATA_LOSS", 16: "UNAUTHENTICATED",
+}
+
+// parseErrorBody reads an error body or an error line of a stream; ok is false when the
+// body is neither shape.
+func parseErrorBody(body []byte) (e apiError, ok bool) {
+	var w struct {
+		Error *struct {
+			GRPCCode int    `json:"grpcCode"`
+			Message  string `json:"message"`
+		} `json:"error"`
+		Code    *int   `json:"code"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(body, &w) != nil {
+		return apiError{}, false
+	}
+	switch {
+	case w.Error != nil:
+		return apiError{grpcCode: w.Error.GRPCCode, message: w.Error.Message}, true
+	case w.Code != nil && w.Message != "":
+		return apiError{grpcCode: *w.Code, message: w.Message}, true
+	}
+	return apiError{}, false
+}
+
+// quotaID is a quota's identifier at the head of a RESOURCE_EXHAUSTED message
+// ("ai.textGenerationCompletionSessionsCount.count"): a machine name, not prose.
+var quotaID = regexp.MustCompile(`^[a-z][A-Za-z0-9]*(\.[A-Za-z0-9]+)+$`)
+
+// quota returns the identifier of the quota a 429 names, or "".
+func (e apiError) quota() string {
+	head, _, _ := strings.Cut(strings.TrimSpace(e.message), " ")
+	if quotaID.MatchString(head) {
+		return head
+	}
+	return ""
+}
+
+// periodQuotas are the last segments of quota identifiers that reset over a day or more:
+// no wait within a call's deadline cures them.
+var periodQuotas = map[string]bool{"day": true, "daily": true, "month": true, "monthly": true}
+
+// label is the code to report: the quota a 429 names, else the gRPC code's name.
+func (e apiError) label() string {
+	if q := e.quota(); q != "" {
+		return q
+	}
+	return grpcNames[e.grpcCode]
+}
+
+// kindOf classifies a non-2xx status by shared/reference/providers.md §0 and §2. A 429
+// is Throttled (a rate or concurrency quota) unless the quota it names resets by the day or
+// month: Unusable. A 401 is Unusable: the key or token is used as given, there is nothing
+// to refresh.
+func kindOf(status int, e apiError) afloat.Kind {
+	switch {
+	case status == http.StatusTooManyRequests:
+		q := e.quota()
+		if i := strings.LastIndexByte(q, '.'); i >= 0 && periodQuotas[q[i+1:]] {
+			return afloat.Unusable
+		}
+		return afloat.Throttled
+	case status == http.StatusUnauthorized, status == http.StatusPaymentRequired, status == http.StatusForbidden:
+		return afloat.Unusable
+	case status == http.StatusRequestTimeout, status >= 500:
+		return afloat.Unavailable
+	case status >= 400:
+		return afloat.Contract
+	}
+	return afloat.Unavailable
+}
+
+// statusError classifies a response whose status is not 2xx.
+func (c *Client) statusError(status int, h http.Header, body []byte) *afloat.ProviderError {
+	e, ok := parseErrorBody(body)
+	pe := &afloat.ProviderError{
+		Provider:   c.name,
+		Status:     status,
+		Kind:       kindOf(status, e),
+		Code:       e.label(),
+		RetryAfter: httpx.RetryAfter(h, c.clock.Now()),
+	}
+	switch {
+	case ok && e.message != "":
+		pe.Err = errors.New(c.quote(e.message))
+	case !ok && len(bytes.TrimSpace(body)) > 0:
+		pe.Err = errors.New("unexpected body: " + c.quote(string(body)))
+	}
+	return pe
+}
+
+// bodyError is a 2xx whose body is unusable: the provider failed to answer.
+func (c *Client) bodyError(status int, err error) *afloat.ProviderError {
+	return &afloat.ProviderError{Provider: c.name, Status: status, Kind: afloat.Unavailable, Err: err}
+}
+
+// decodeFailure classifies an error of decoding a 200: bad arguments are Contract, the rest
+// Unavailable.
+func (c *Client) decodeFailure(status int, err error) *afloat.ProviderError {
+	pe := c.bodyError(status, err)
+	var ae *argumentsError
+	if errors.As(err, &ae) {
+		pe.Kind = afloat.Contract
+	}
+	return pe
+}
+
+// quote prepares a provider's text for an error, without the key or token. Yandex quotes a
+// bad key back ("Unknown api key '…'").
+func (c *Client) quote(s string) string { return httpx.Quote(s, maxQuote, c.secret) }

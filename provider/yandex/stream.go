@@ -1,0 +1,141 @@
+package yandex
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx"
+)
+
+// Stream starts a streamed call (completionOptions.stream). An error before the stream
+// follows Complete's contract. Yandex answers with JSON lines, each holding the whole text
+// so far; Recv returns what each line adds, then one chunk with the finish reason, the tool
+// calls and the usage, then io.EOF. An error line, a line whose text does not continue the
+// text before it, or a body that ends before a final status is an Unavailable
+// *afloat.ProviderError; tool arguments that are not a JSON object are Contract.
+func (c *Client) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream, error) {
+	payload, _, err := c.encode(req, true)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, payload)
+	if err != nil {
+		return nil, err
+	}
+	return newStream(c, resp), nil
+}
+
+// maxLine bounds one line; a longer one is treated as a broken stream. A line holds the
+// whole answer so far, so the bound is an answer's.
+const maxLine = 16 << 20
+
+// stream reads one answer. It is not safe for concurrent use, except that Close may be
+// called from another goroutine to abort a blocked Recv.
+type stream struct {
+	c         *Client
+	status    int
+	body      io.ReadCloser
+	lines     *httpx.EventReader
+	text      string // the text so far
+	finished  bool
+	eof       bool
+	err       error
+	closeOnce sync.Once
+}
+
+func newStream(c *Client, resp *http.Response) *stream {
+	return &stream{c: c, status: resp.StatusCode, body: resp.Body, lines: httpx.NewEventReader(resp.Body, maxLine)}
+}
+
+func (s *stream) Close() error {
+	s.closeOnce.Do(func() { s.body.Close() })
+	return nil
+}
+
+func (s *stream) Recv() (afloat.Chunk, error) {
+	for {
+		if s.err != nil {
+			return afloat.Chunk{}, s.err
+		}
+		if s.eof {
+			return afloat.Chunk{}, io.EOF
+		}
+		ev, err := s.lines.Next()
+		switch {
+		case errors.Is(err, io.EOF) && s.finished:
+			s.eof = true
+			continue
+		case errors.Is(err, io.EOF):
+			s.err = s.c.bodyError(s.status, fmt.Errorf("stream ended before a final status: %w", io.ErrUnexpectedEOF))
+			continue
+		case errors.Is(err, bufio.ErrTooLong):
+			s.err = s.c.bodyError(s.status, fmt.Errorf("stream line exceeds %d bytes: %w", maxLine, err))
+			continue
+		case err != nil:
+			s.err = httpx.TransportError(s.c.name, err)
+			continue
+		}
+		ch, emit, err := s.handle(ev.Data)
+		if err != nil {
+			s.err = err
+			continue
+		}
+		if emit {
+			return ch, nil
+		}
+	}
+}
+
+// handle turns one line into a chunk; emit is false when the line added nothing.
+func (s *stream) handle(line []byte) (afloat.Chunk, bool, error) {
+	if e, ok := parseErrorBody(line); ok {
+		pe := s.c.bodyError(s.status, errors.New("error line: "+s.c.quote(e.message)))
+		pe.Code = e.label()
+		return afloat.Chunk{}, false, pe
+	}
+	r, err := decodeResult(line)
+	if err != nil {
+		return afloat.Chunk{}, false, s.c.bodyError(s.status, fmt.Errorf("decode stream line: %w", err))
+	}
+	if s.finished {
+		return afloat.Chunk{}, false, nil // a line after the final one adds nothing
+	}
+	alt := r.Alternatives[0]
+	var ch afloat.Chunk
+	text := alt.Message.Text
+	switch {
+	case strings.HasPrefix(text, s.text):
+		ch.Delta = text[len(s.text):]
+		s.text = text
+	case alt.Message.ToolCallList != nil && text == "":
+		// A tool call line carries no text.
+	default:
+		return afloat.Chunk{}, false, s.c.bodyError(s.status, errors.New("stream line rewrote the text before it"))
+	}
+	if fin := finishReason(alt.Status); fin != "" {
+		s.finished = true
+		ch.FinishReason = fin
+		calls, err := toolCalls(alt.Message.ToolCallList)
+		if err != nil {
+			pe := s.c.bodyError(s.status, err)
+			pe.Kind = afloat.Contract
+			return afloat.Chunk{}, false, pe
+		}
+		if len(calls) > 0 {
+			ch.ToolCalls, ch.FinishReason = calls, "tool_calls"
+		}
+		if r.Usage != nil {
+			u := r.Usage.canonical()
+			ch.Usage = &u
+		}
+		return ch, true, nil
+	}
+	return ch, ch.Delta != "", nil
+}

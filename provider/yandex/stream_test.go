@@ -1,0 +1,124 @@
+package yandex
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/afloat-dev/afloat"
+)
+
+func TestStreamFixtures(t *testing.T) {
+	tests := []struct {
+		fixture string
+		deltas  []string
+		finish  string
+		calls   []afloat.ToolCall
+		usage   *afloat.Usage
+		errHas  string
+	}{
+		{fixture: "stream_ok.http", deltas: []string{"Привет", "! Чем", " могу помочь?"}, finish: "stop",
+			usage: &afloat.Usage{InputTokens: 19, OutputTokens: 6}},
+		{fixture: "stream_tool_calls.http", finish: "tool_calls",
+			calls: []afloat.ToolCall{{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Saint Petersburg"}`)}},
+			usage: &afloat.Usage{InputTokens: 115, OutputTokens: 13}},
+		{fixture: "stream_error.http", deltas: []string{"Пере"}, errHas: "error line: Fatal internal error"},
+		{fixture: "stream_truncated.http", deltas: []string{"Отдел: биллинг"}, errHas: "before a final status"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			srv := replay(t, tt.fixture)
+			s, err := newClient(t, srv.URL, nil).Stream(t.Context(), hello)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if body := string(srv.Last(t, completionPath).Body); !strings.Contains(body, `"stream":true`) {
+				t.Errorf("request body %s does not ask for a stream", body)
+			}
+			chunks, err := drain(t, s)
+			var deltas []string
+			var finish string
+			var calls []afloat.ToolCall
+			var usage *afloat.Usage
+			for _, ch := range chunks {
+				if ch.Delta != "" {
+					deltas = append(deltas, ch.Delta)
+				}
+				if ch.FinishReason != "" {
+					finish = ch.FinishReason
+				}
+				calls = append(calls, ch.ToolCalls...)
+				if ch.Usage != nil {
+					usage = ch.Usage
+				}
+				if reflect.DeepEqual(ch, afloat.Chunk{}) {
+					t.Error("an empty chunk was returned")
+				}
+			}
+			clearIDs(t, calls)
+			if !reflect.DeepEqual(deltas, tt.deltas) || finish != tt.finish || !reflect.DeepEqual(calls, tt.calls) || !reflect.DeepEqual(usage, tt.usage) {
+				t.Errorf("got deltas %q, finish %q, calls %+v, usage %+v\nwant %q, %q, %+v, %+v",
+					deltas, finish, calls, usage, tt.deltas, tt.finish, tt.calls, tt.usage)
+			}
+			if tt.errHas == "" {
+				if err != io.EOF {
+					t.Fatalf("end = %v, want io.EOF", err)
+				}
+				return
+			}
+			var pe *afloat.ProviderError
+			if !errors.As(err, &pe) || pe.Kind != afloat.Unavailable || pe.Status != 200 || !strings.Contains(err.Error(), tt.errHas) {
+				t.Fatalf("end = %v, want an unavailable error with status 200 saying %q", err, tt.errHas)
+			}
+		})
+	}
+}
+
+func TestStreamEdges(t *testing.T) {
+	line := func(text, status string) string {
+		return `{"result":{"alternatives":[{"message":{"role":"assistant","text":"` + text + `"},"status":"` + status + `"}]}}` + "\n"
+	}
+	tests := []struct {
+		name   string
+		body   string
+		want   []afloat.Chunk
+		kind   afloat.Kind
+		errHas string
+	}{
+		{name: "text rewritten", body: line("abc", "ALTERNATIVE_STATUS_PARTIAL") + line("abd", "ALTERNATIVE_STATUS_FINAL"),
+			want: []afloat.Chunk{{Delta: "abc"}}, kind: afloat.Unavailable, errHas: "rewrote"},
+		{name: "final line without usage", body: line("a", "ALTERNATIVE_STATUS_TRUNCATED_FINAL"),
+			want: []afloat.Chunk{{Delta: "a", FinishReason: "length"}}},
+		{name: "lines after the final add nothing", body: line("a", "ALTERNATIVE_STATUS_FINAL") + line("ab", "ALTERNATIVE_STATUS_FINAL"),
+			want: []afloat.Chunk{{Delta: "a", FinishReason: "stop"}}},
+		{name: "no wrapper", body: `{"alternatives":[{"message":{"text":"a"},"status":"ALTERNATIVE_STATUS_FINAL"}]}` + "\n",
+			want: []afloat.Chunk{{Delta: "a", FinishReason: "stop"}}},
+		{name: "gateway error line", body: `{"code":14,"message":"unavailable ` + testKey + `"}` + "\n", kind: afloat.Unavailable, errHas: "error line: unavailable [redacted]"},
+		{name: "garbage", body: "{x\n", kind: afloat.Unavailable, errHas: "decode stream line"},
+		{name: "empty", body: "", kind: afloat.Unavailable, errHas: "before a final status"},
+		{name: "bad tool arguments", body: `{"result":{"alternatives":[{"message":{"toolCallList":{"toolCalls":[{"functionCall":{"name":"f","arguments":[1]}}]}},"status":"ALTERNATIVE_STATUS_TOOL_CALLS"}]}}` + "\n",
+			kind: afloat.Contract, errHas: "arguments are not a json object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := drain(t, streamOf(tt.body))
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("chunks\n got %+v\nwant %+v", got, tt.want)
+			}
+			if tt.errHas == "" {
+				if err != io.EOF {
+					t.Fatalf("end = %v, want io.EOF", err)
+				}
+				return
+			}
+			var pe *afloat.ProviderError
+			if !errors.As(err, &pe) || pe.Kind != tt.kind || !strings.Contains(err.Error(), tt.errHas) {
+				t.Fatalf("end = %v, want a %s error saying %q", err, tt.kind, tt.errHas)
+			}
+		})
+	}
+}
