@@ -620,6 +620,11 @@ func (e *Engine) stream(ctx context.Context, tr *tier, req *afloat.Request, log 
 		}
 		outcome := afloat.OutcomeError(err)
 		switch {
+		case errors.Is(ctx.Err(), context.Canceled):
+			// The client left: no outcome of the provider's to count, as in call.
+			permit.Cancel(ctx)
+			e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeDeadline, Latency: took, Error: "caller cancelled"})
+			return err
 		case notProviders(ctx, cut.Load() && timeout < read):
 			permit.Cancel(ctx)
 		default:

@@ -13,6 +13,7 @@ import (
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/flags"
 	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // streamer is a provider that streams; complete and recv are scripted.
@@ -223,6 +224,11 @@ func TestRouteClientHangingUpMidStreamLeavesTheBreaker(t *testing.T) {
 	}
 	if st := e.Breaker("p0").State(context.Background()); st != breaker.StateClosed {
 		t.Fatalf("client disconnects moved a healthy provider's breaker to %v", st)
+	}
+	for _, o := range []string{"timeout", "unavailable"} {
+		if got := testutil.ToFloat64(e.Metrics().Attempts.WithLabelValues("chat", "p0", o)); got != 0 {
+			t.Fatalf("client disconnects counted as %v %s attempts of the provider", got, o)
+		}
 	}
 }
 

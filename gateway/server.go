@@ -155,6 +155,8 @@ func New(cfg Config) (*Gateway, error) {
 		"/v1/tasks/{task}": "POST", "/v1/chat/completions": "POST", "/v1/reviews/{id}": "GET",
 		"/admin/status": "GET", "/admin/flags": "GET, PUT", "/admin/breakers/{provider}": "PUT",
 		"/admin/faults/{provider}": "PUT, DELETE", "/metrics": "GET", "/healthz": "GET", "/readyz": "GET",
+		"/admin/reviews": "GET", "/admin/reviews/{id}": "GET", "/admin/reviews/{id}/claim": "POST",
+		"/admin/reviews/{id}/resolve": "POST", "/admin/reviews/{id}/reject": "POST",
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
