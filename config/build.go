@@ -169,7 +169,12 @@ func (f *File) build(opts BuildOptions) *builder {
 	}
 	doc := &flags.Document{Tasks: map[string]flags.TaskFlags{}}
 	for _, t := range f.Tasks {
-		if !f.invalid["tasks."+t.Name] && b.task(t) {
+		if f.invalid["tasks."+t.Name] {
+			// Still read its files, so that one run reports their errors too.
+			b.taskConfig(t)
+			continue
+		}
+		if b.task(t) {
 			pct := t.RolloutPct
 			doc.Tasks[t.Name] = flags.TaskFlags{RolloutPct: &pct}
 		}
@@ -333,16 +338,22 @@ func (b *builder) taskConfig(t *Task) (cascade.TaskConfig, bool) {
 		Name: t.Name, Criticality: t.Criticality, OnExhausted: t.OnExhausted, Budget: t.Budget,
 		ReviewSLA: t.ReviewSLA, MaxReasks: noneIsNegative(t.Reask.Max), Synonyms: t.Synonyms,
 	}
-	ok := true
-	schema, err := os.ReadFile(t.Schema)
-	if err != nil {
-		b.errorf(path+".schema", "%v", err)
-		ok = false
+	ok := t.Schema != "" // an absent schema was reported by validation
+	if ok {
+		schema, err := os.ReadFile(t.Schema)
+		if err != nil {
+			b.errorf(path+".schema", "%v", err)
+			ok = false
+		}
+		cfg.Schema = schema
 	}
-	cfg.Schema = schema
 	templates := make([]*prompt.Template, len(t.Cascade))
 	b.prompts[t.Name] = templates
 	for i, tr := range t.Cascade {
+		if tr.Prompt == "" {
+			ok = false // reported by validation
+			continue
+		}
 		tpl, err := prompt.ParseFile(tr.Prompt)
 		if err != nil {
 			b.errorf(fmt.Sprintf("%s.cascade[%d].prompt", path, i), "%v", err)
@@ -358,6 +369,7 @@ func (b *builder) taskConfig(t *Task) (cascade.TaskConfig, bool) {
 	}
 	if len(t.Input) > 0 {
 		cfg.Inputs = t.Input.Names()
+		var err error
 		if cfg.InputSchema, err = inputSchema(t.Input); err != nil {
 			b.errorf(path+".input", "%v", err)
 			ok = false

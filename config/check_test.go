@@ -168,3 +168,23 @@ func TestSampleValue(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckReportsFileErrorsOfAnInvalidTask: a task with an error in the file itself still
+// has its schema and templates read, so one run reports everything.
+func TestCheckReportsFileErrorsOfAnInvalidTask(t *testing.T) {
+	broken := strings.Replace(minimal, "criticality: enrichment", "criticality: important", 1)
+	broken = strings.Replace(broken, "prompts/backup.v1.tmpl", "prompts/gone.v1.tmpl", 1)
+	dir := writeTree(t, map[string]string{
+		"afloat.yaml": broken, "triage.json": triageSchema, "prompts/primary.v1.tmpl": triagePrompt,
+	})
+	_, err := Check(filepath.Join(dir, "afloat.yaml"))
+	errs := asErrors(t, err)
+	var paths []string
+	for _, e := range errs {
+		paths = append(paths, e.Path)
+	}
+	joined := strings.Join(paths, " ")
+	if !strings.Contains(joined, "tasks.triage.criticality") || !strings.Contains(joined, "tasks.triage.cascade[1].prompt") {
+		t.Fatalf("errors at %v, want both the criticality and the missing prompt", paths)
+	}
+}
