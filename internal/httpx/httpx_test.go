@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx/fixture"
 )
 
 func TestNewClient(t *testing.T) {
@@ -163,10 +164,7 @@ func TestTransportErrorClassifies(t *testing.T) {
 // TestTransportErrorFromClient drives real failures through NewClient's transport.
 func TestTransportErrorFromClient(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
-		srv := httptest.NewServer(http.NotFoundHandler())
-		url := srv.URL
-		srv.Close()
-		_, err := NewClient(Timeouts{}).Get(url)
+		_, err := NewClient(Timeouts{}).Get(fixture.ClosedURL(t))
 		if err == nil {
 			t.Fatal("no error from a closed server")
 		}
@@ -176,17 +174,7 @@ func TestTransportErrorFromClient(t *testing.T) {
 		}
 	})
 	t.Run("reset", func(t *testing.T) {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			conn.(*net.TCPConn).SetLinger(0) // close with RST
-			conn.Close()
-		}))
-		defer srv.Close()
-		_, err := NewClient(Timeouts{}).Get(srv.URL)
+		_, err := NewClient(Timeouts{}).Get(fixture.ResetServer(t).URL)
 		if err == nil {
 			t.Fatal("no error from a reset connection")
 		}

@@ -1,13 +1,10 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/afloat-dev/afloat"
@@ -47,10 +44,6 @@ const (
 	DefaultVersion   = "2023-06-01"
 	DefaultMaxTokens = 4096
 	defaultName      = "anthropic"
-	// maxBody bounds a whole answer read into memory; a larger one is treated as broken.
-	maxBody = 16 << 20
-	// maxErrorBody bounds what is read of an error response: its class needs only the head.
-	maxErrorBody = 64 << 10
 )
 
 // Client calls the Messages API. It implements afloat.Provider and afloat.Streamer, and is
@@ -90,13 +83,9 @@ func New(cfg Config) (*Client, error) {
 	if c.maxTokens < 0 {
 		return nil, fmt.Errorf("anthropic: %s: max tokens %d is negative", c.name, c.maxTokens)
 	}
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("anthropic: %s: base url %q is not an absolute http(s) url", c.name, base)
+	base, err := httpx.AbsURL(cfg.BaseURL, DefaultBaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: %s: base url %w", c.name, err)
 	}
 	c.endpoint = strings.TrimRight(base, "/") + "/messages"
 	switch {
@@ -135,17 +124,13 @@ func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Res
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	body, err := httpx.ReadBody(c.name, resp)
 	if err != nil {
-		return nil, httpx.TransportError(c.name, err)
-	}
-	if len(body) > maxBody {
-		return nil, c.bodyError(resp.StatusCode, fmt.Errorf("response body exceeds %d bytes", maxBody))
+		return nil, err
 	}
 	out, err := decodeResponse(body, enc.answerTool)
 	if err != nil {
-		return nil, c.decodeFailure(resp.StatusCode, err)
+		return nil, httpx.DecodeError(c.name, resp.StatusCode, err)
 	}
 	return out, nil
 }
@@ -153,11 +138,11 @@ func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Res
 // encode renders req, reporting a request that cannot be rendered as Contract.
 func (c *Client) encode(req *afloat.Request, stream bool) (encoded, error) {
 	if req == nil {
-		return encoded{}, c.contractError(errors.New("nil request"))
+		return encoded{}, httpx.ContractError(c.name, errors.New("nil request"))
 	}
 	enc, err := encodeRequest(req, c.model, c.maxTokens, stream)
 	if err != nil {
-		return encoded{}, c.contractError(err)
+		return encoded{}, httpx.ContractError(c.name, err)
 	}
 	return enc, nil
 }
@@ -165,15 +150,9 @@ func (c *Client) encode(req *afloat.Request, stream bool) (encoded, error) {
 // send posts a rendered request and returns a response with a 2xx status; any other outcome
 // is returned as a classified error, with the body already drained and closed.
 func (c *Client) send(ctx context.Context, payload []byte, stream bool) (*http.Response, error) {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(payload))
+	hreq, err := httpx.NewJSONRequest(ctx, c.endpoint, payload, stream)
 	if err != nil {
-		return nil, c.contractError(err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	if stream {
-		hreq.Header.Set("Accept", "text/event-stream")
-	} else {
-		hreq.Header.Set("Accept", "application/json")
+		return nil, httpx.ContractError(c.name, err)
 	}
 	hreq.Header.Set("X-Api-Key", c.apiKey)
 	hreq.Header.Set("Anthropic-Version", c.version)
@@ -184,14 +163,5 @@ func (c *Client) send(ctx context.Context, payload []byte, stream bool) (*http.R
 	if err != nil {
 		return nil, httpx.TransportError(c.name, err)
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return nil, c.statusError(resp.StatusCode, resp.Header, body)
-}
-
-func (c *Client) contractError(err error) *afloat.ProviderError {
-	return &afloat.ProviderError{Provider: c.name, Kind: afloat.Contract, Err: err}
+	return httpx.CheckStatus(resp, c.statusError)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx/fixture"
 )
 
 func TestNew(t *testing.T) {
@@ -174,7 +175,7 @@ func TestCompleteRequestShape(t *testing.T) {
 			if got.Header.Get("Authorization") != "" {
 				t.Error("an Authorization header was sent: the key goes in x-api-key")
 			}
-			if g, w := canonJSON(t, got.Body), canonJSON(t, []byte(tt.wantBody)); g != w {
+			if g, w := fixture.CanonJSON(t, got.Body), fixture.CanonJSON(t, []byte(tt.wantBody)); g != w {
 				t.Errorf("body\n got %s\nwant %s", g, w)
 			}
 		})

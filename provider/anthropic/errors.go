@@ -1,9 +1,7 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/afloat-dev/afloat"
@@ -51,58 +49,18 @@ func (e apiError) label() string {
 	return e.typ
 }
 
-// kindOf classifies a non-2xx status by shared/reference/providers.md §0 and §4.
-func kindOf(status int, e apiError) afloat.Kind {
-	switch {
-	case status == http.StatusTooManyRequests:
-		if e.code == codeSpendLimit {
-			return afloat.Unusable
-		}
-		return afloat.Throttled
-	case status == http.StatusUnauthorized, status == http.StatusPaymentRequired, status == http.StatusForbidden:
-		return afloat.Unusable
-	case status == http.StatusRequestTimeout, status >= 500:
-		// 529 overloaded_error included.
-		return afloat.Unavailable
-	case status >= 400:
-		return afloat.Contract
-	}
-	return afloat.Unavailable
-}
-
-// statusError classifies a response whose status is not 2xx.
+// statusError classifies a response whose status is not 2xx by shared/reference/providers.md
+// §0 and §4: a 429 of the spend limit is Unusable, other 429s Throttled.
 func (c *Client) statusError(status int, h http.Header, body []byte) *afloat.ProviderError {
 	e, ok := parseErrorBody(body)
-	pe := &afloat.ProviderError{
+	return &afloat.ProviderError{
 		Provider:   c.name,
 		Status:     status,
-		Kind:       kindOf(status, e),
+		Kind:       httpx.StatusKind(status, e.code == codeSpendLimit),
 		Code:       e.label(),
 		RetryAfter: httpx.RetryAfter(h, c.clock.Now()),
+		Err:        httpx.StatusCause(ok, e.message, body, c.quote),
 	}
-	switch {
-	case ok && e.message != "":
-		pe.Err = errors.New(c.quote(e.message))
-	case !ok && len(bytes.TrimSpace(body)) > 0:
-		pe.Err = errors.New("unexpected body: " + c.quote(string(body)))
-	}
-	return pe
-}
-
-// bodyError is a 2xx whose body is unusable: the provider failed to answer.
-func (c *Client) bodyError(status int, err error) *afloat.ProviderError {
-	return &afloat.ProviderError{Provider: c.name, Status: status, Kind: afloat.Unavailable, Err: err}
-}
-
-// decodeFailure classifies an error of decoding a 200: bad tool arguments are Contract, the
-// rest Unavailable.
-func (c *Client) decodeFailure(status int, err error) *afloat.ProviderError {
-	pe := c.bodyError(status, err)
-	var ae *argumentsError
-	if errors.As(err, &ae) {
-		pe.Kind = afloat.Contract
-	}
-	return pe
 }
 
 // quote prepares a provider's text for an error, without the key.

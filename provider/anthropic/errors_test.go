@@ -2,8 +2,6 @@ package anthropic
 
 import (
 	"errors"
-	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx/fixture"
 )
 
 func TestErrorClasses(t *testing.T) {
@@ -40,29 +39,9 @@ func TestErrorClasses(t *testing.T) {
 		t.Run(tt.fixture, func(t *testing.T) {
 			srv := replay(t, tt.fixture)
 			c := newClient(t, srv.URL, nil)
-			for _, call := range []struct {
-				name string
-				do   func() error
-			}{
-				{"complete", func() error { _, err := c.Complete(t.Context(), hello); return err }},
-				{"stream", func() error { _, err := c.Stream(t.Context(), hello); return err }},
-			} {
-				err := call.do()
-				var pe *afloat.ProviderError
-				if !errors.As(err, &pe) {
-					t.Fatalf("%s: err = %v (%T), want *afloat.ProviderError", call.name, err, err)
-				}
-				if pe.Provider != "claude" || pe.Status != tt.status || pe.Kind != tt.kind || pe.Code != tt.code {
-					t.Errorf("%s: provider, status, kind, code = %s, %d, %s, %q; want claude, %d, %s, %q",
-						call.name, pe.Provider, pe.Status, pe.Kind, pe.Code, tt.status, tt.kind, tt.code)
-				}
-				if pe.RetryAfter != tt.retryAfter || pe.Transient() != tt.transient || pe.Timeout {
-					t.Errorf("%s: RetryAfter, Transient, Timeout = %v, %v, %v; want %v, %v, false",
-						call.name, pe.RetryAfter, pe.Transient(), pe.Timeout, tt.retryAfter, tt.transient)
-				}
-				if !strings.Contains(err.Error(), tt.errHas) || len(err.Error()) > 400 {
-					t.Errorf("%s: error %q does not quote %q briefly", call.name, err, tt.errHas)
-				}
+			for _, call := range fixture.Calls(t.Context(), c, hello) {
+				fixture.CheckError(t, call.Name, call.Do(), fixture.WantError{Provider: "claude", Status: tt.status, Kind: tt.kind,
+					Code: tt.code, RetryAfter: tt.retryAfter, Transient: tt.transient, Has: tt.errHas})
 			}
 		})
 	}
@@ -70,23 +49,14 @@ func TestErrorClasses(t *testing.T) {
 
 func TestTransportFailures(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
-		srv := httptest.NewServer(http.NotFoundHandler())
-		url := srv.URL
-		srv.Close()
-		_, err := newClient(t, url, nil).Complete(t.Context(), hello)
+		_, err := newClient(t, fixture.ClosedURL(t), nil).Complete(t.Context(), hello)
 		var pe *afloat.ProviderError
 		if !errors.As(err, &pe) || pe.Kind != afloat.Unavailable || pe.Status != 0 || !errors.Is(err, syscall.ECONNREFUSED) {
 			t.Fatalf("err = %v, want an unavailable refused connection", err)
 		}
 	})
 	t.Run("reset", func(t *testing.T) {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			conn, _, _ := w.(http.Hijacker).Hijack()
-			conn.(*net.TCPConn).SetLinger(0)
-			conn.Close()
-		}))
-		defer srv.Close()
-		_, err := newClient(t, srv.URL, nil).Complete(t.Context(), hello)
+		_, err := newClient(t, fixture.ResetServer(t).URL, nil).Complete(t.Context(), hello)
 		var pe *afloat.ProviderError
 		if !errors.As(err, &pe) || pe.Kind != afloat.Unavailable || !pe.Transient() {
 			t.Fatalf("err = %v, want a transient unavailable reset", err)
@@ -114,7 +84,7 @@ func TestErrorsNeverHoldTheKey(t *testing.T) {
 				t.Errorf("%s: stream error holds the key: %v", n.Name(), err)
 			}
 		} else {
-			_, err := drain(t, s)
+			_, err := fixture.Drain(t, s)
 			if strings.Contains(err.Error(), testKey) {
 				t.Errorf("%s: stream end holds the key: %v", n.Name(), err)
 			}

@@ -48,32 +48,6 @@ func newClient(t testing.TB, baseURL string, mod func(*Config)) *Client {
 	return c
 }
 
-// canonJSON re-encodes a JSON document so that two documents compare by value.
-func canonJSON(t testing.TB, b []byte) string {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("not json: %v: %s", err, b)
-	}
-	out, _ := json.Marshal(v)
-	return string(out)
-}
-
-// drain reads s to its end and returns the chunks and the final error (io.EOF on success).
-func drain(t *testing.T, s afloat.Stream) ([]afloat.Chunk, error) {
-	t.Helper()
-	var chunks []afloat.Chunk
-	for range 1000 {
-		ch, err := s.Recv()
-		if err != nil {
-			return chunks, err
-		}
-		chunks = append(chunks, ch)
-	}
-	t.Fatal("stream never ended")
-	return nil, nil
-}
-
 // streamOf reads an SSE body as the stream of a 200.
 func streamOf(body, answerTool string) *stream {
 	c, err := New(Config{Name: "claude", APIKey: testKey})

@@ -1,14 +1,12 @@
 package anthropic
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/internal/httpx"
@@ -35,24 +33,21 @@ func (c *Client) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream
 // maxLine bounds one SSE line; a longer one is treated as a broken stream.
 const maxLine = 4 << 20
 
-// stream reads one answer from Anthropic's events. It is not safe for concurrent use,
-// except that Close may be called from another goroutine to abort a blocked Recv.
+// stream reads one answer from Anthropic's events: httpx.Stream runs the loop, the methods
+// below decode the events. It is not safe for concurrent use, except that Close may be
+// called from another goroutine to abort a blocked Recv.
 type stream struct {
+	*httpx.Stream
 	c          *Client
 	status     int
-	body       io.ReadCloser
-	events     *httpx.EventReader
 	answerTool string
 	// blocks are the content blocks by index, in the order they started.
 	blocks       map[int]*partialBlock
 	order        []int
 	inputTokens  int
+	outputTokens int
 	answered     bool // the answer tool's input was emitted, at least in part
 	finished     bool // message_delta carried a stop reason
-	eof          bool
-	err          error
-	closeOnce    sync.Once
-	outputTokens int
 }
 
 type partialBlock struct {
@@ -61,48 +56,14 @@ type partialBlock struct {
 }
 
 func newStream(c *Client, resp *http.Response, answerTool string) *stream {
-	return &stream{c: c, status: resp.StatusCode, body: resp.Body, answerTool: answerTool,
-		events: httpx.NewEventReader(resp.Body, maxLine), blocks: map[int]*partialBlock{}}
+	s := &stream{c: c, status: resp.StatusCode, answerTool: answerTool, blocks: map[int]*partialBlock{}}
+	s.Stream = &httpx.Stream{Provider: c.name, Response: resp, Next: httpx.NewEventReader(resp.Body, maxLine).Next,
+		MaxLine: maxLine, End: "message_stop", Decoder: s}
+	return s
 }
 
-func (s *stream) Close() error {
-	s.closeOnce.Do(func() { s.body.Close() })
-	return nil
-}
-
-func (s *stream) Recv() (afloat.Chunk, error) {
-	for {
-		if s.err != nil {
-			return afloat.Chunk{}, s.err
-		}
-		if s.eof {
-			return afloat.Chunk{}, io.EOF
-		}
-		ev, err := s.events.Next()
-		switch {
-		case errors.Is(err, io.EOF) && s.finished:
-			s.eof = true
-			continue
-		case errors.Is(err, io.EOF):
-			s.err = s.c.bodyError(s.status, fmt.Errorf("stream ended before message_stop: %w", io.ErrUnexpectedEOF))
-			continue
-		case errors.Is(err, bufio.ErrTooLong):
-			s.err = s.c.bodyError(s.status, fmt.Errorf("stream line exceeds %d bytes: %w", maxLine, err))
-			continue
-		case err != nil:
-			s.err = httpx.TransportError(s.c.name, err)
-			continue
-		}
-		ch, emit, err := s.handle(ev)
-		if err != nil {
-			s.err = err
-			continue
-		}
-		if emit {
-			return ch, nil
-		}
-	}
-}
+// Finished reports whether message_delta carried a stop reason.
+func (s *stream) Finished() bool { return s.finished }
 
 // event is the data of any stream event; each type fills its own fields.
 type event struct {
@@ -126,12 +87,12 @@ type event struct {
 	Usage *usage `json:"usage"`
 }
 
-// handle turns one event into a chunk; emit is false when the event carried nothing a
-// caller needs (a ping, a block start, a tool input fragment).
-func (s *stream) handle(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) {
+// Decode turns one event into a chunk; emit is false when the event carried nothing a
+// caller needs (a ping, a block start, a tool input fragment). message_stop ends the stream.
+func (s *stream) Decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) {
 	var w event
 	if err := json.Unmarshal(ev.Data, &w); err != nil {
-		return afloat.Chunk{}, false, s.c.bodyError(s.status, fmt.Errorf("decode stream event: %w", err))
+		return afloat.Chunk{}, false, httpx.BodyError(s.c.name, s.status, fmt.Errorf("decode stream event: %w", err))
 	}
 	typ := w.Type
 	if typ == "" {
@@ -190,10 +151,11 @@ func (s *stream) handle(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) 
 	case "message_stop":
 		if !s.finished {
 			// A stop without a stop reason: end as a plain stop rather than lose the calls.
-			ch, emit, err = s.finish("end_turn")
+			if ch, emit, err = s.finish("end_turn"); err != nil {
+				return afloat.Chunk{}, false, err
+			}
 		}
-		s.eof = true
-		return ch, emit, err
+		return ch, emit, io.EOF
 	}
 	// ping, content_block_stop and types added later carry nothing for us.
 	return afloat.Chunk{}, false, nil
@@ -223,9 +185,7 @@ func (s *stream) finish(stopReason string) (afloat.Chunk, bool, error) {
 		}
 		args, err := objectArguments(b.args)
 		if err != nil {
-			pe := s.c.bodyError(s.status, &argumentsError{tool: b.name, err: err})
-			pe.Kind = afloat.Contract
-			return afloat.Chunk{}, false, pe
+			return afloat.Chunk{}, false, httpx.DecodeError(s.c.name, s.status, &httpx.ArgumentsError{Tool: b.name, Err: err})
 		}
 		ch.ToolCalls = append(ch.ToolCalls, afloat.ToolCall{ID: b.id, Name: b.name, Arguments: args})
 	}
@@ -235,7 +195,7 @@ func (s *stream) finish(stopReason string) (afloat.Chunk, bool, error) {
 // eventError reads an error event. Whatever type it names (overloaded_error, api_error), an
 // error inside a 200 stream says the provider failed mid-answer: Unavailable.
 func (s *stream) eventError(data []byte) error {
-	pe := s.c.bodyError(s.status, nil)
+	pe := httpx.BodyError(s.c.name, s.status, nil)
 	e, ok := parseErrorBody(data)
 	pe.Code = e.label()
 	if ok && e.message != "" {

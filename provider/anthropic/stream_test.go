@@ -49,42 +49,15 @@ func TestStreamFixtures(t *testing.T) {
 			if sent.Header.Get("Accept") != "text/event-stream" || !strings.Contains(string(sent.Body), `"stream":true`) {
 				t.Errorf("stream request: accept %q, body %s", sent.Header.Get("Accept"), sent.Body)
 			}
-			chunks, err := drain(t, s)
-			var deltas []string
-			var finish string
-			var calls []afloat.ToolCall
-			var usage *afloat.Usage
-			for _, ch := range chunks {
-				if ch.Delta != "" {
-					deltas = append(deltas, ch.Delta)
-				}
-				if ch.FinishReason != "" {
-					finish = ch.FinishReason
-				}
-				calls = append(calls, ch.ToolCalls...)
-				if ch.Usage != nil {
-					usage = ch.Usage
-				}
-				if reflect.DeepEqual(ch, afloat.Chunk{}) {
-					t.Error("an empty chunk was returned")
-				}
+			chunks, err := fixture.Drain(t, s)
+			got := fixture.Assemble(chunks)
+			want := fixture.Answer{Deltas: tt.deltas, Finish: tt.finish, Calls: tt.calls, Usage: tt.usage}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("answer\n got %+v\nwant %+v", got, want)
 			}
-			if !reflect.DeepEqual(deltas, tt.deltas) || finish != tt.finish || !reflect.DeepEqual(calls, tt.calls) || !reflect.DeepEqual(usage, tt.usage) {
-				t.Errorf("got deltas %q, finish %q, calls %+v, usage %+v\nwant %q, %q, %+v, %+v",
-					deltas, finish, calls, usage, tt.deltas, tt.finish, tt.calls, tt.usage)
-			}
-			if tt.errHas == "" {
-				if err != io.EOF {
-					t.Fatalf("end = %v, want io.EOF", err)
-				}
-				if _, err := s.Recv(); err != io.EOF {
-					t.Errorf("Recv after the end = %v, want io.EOF again", err)
-				}
-				return
-			}
-			var pe *afloat.ProviderError
-			if !errors.As(err, &pe) || pe.Kind != tt.kind || pe.Status != 200 || !strings.Contains(err.Error(), tt.errHas) {
-				t.Fatalf("end = %v, want a %s error with status 200 saying %q", err, tt.kind, tt.errHas)
+			fixture.CheckEnd(t, err, tt.kind, tt.errHas)
+			if _, again := s.Recv(); again != err {
+				t.Errorf("Recv after the end = %v, want %v again", again, err)
 			}
 		})
 	}
@@ -127,20 +100,11 @@ func TestStreamEdges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := drain(t, streamOf(tt.body, tt.answerTool))
+			got, err := fixture.Drain(t, streamOf(tt.body, tt.answerTool))
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("chunks\n got %+v\nwant %+v", got, tt.want)
 			}
-			if tt.errHas == "" {
-				if err != io.EOF {
-					t.Fatalf("end = %v, want io.EOF", err)
-				}
-				return
-			}
-			var pe *afloat.ProviderError
-			if !errors.As(err, &pe) || pe.Kind != tt.kind || !strings.Contains(err.Error(), tt.errHas) {
-				t.Fatalf("end = %v, want a %s error saying %q", err, tt.kind, tt.errHas)
-			}
+			fixture.CheckEnd(t, err, tt.kind, tt.errHas)
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx"
 )
 
 // The wire types of POST /v1/messages (shared/reference/providers.md §4).
@@ -166,13 +167,11 @@ func encodeRequest(req *afloat.Request, model string, maxTokens int, stream bool
 			return encoded{}, fmt.Errorf("unknown response format %q", rf.Type)
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
-		return encoded{}, fmt.Errorf("encode request: %w", err)
+	body, err := httpx.EncodeBody(w)
+	if err != nil {
+		return encoded{}, err
 	}
-	return encoded{body: buf.Bytes(), answerTool: answerTool}, nil
+	return encoded{body: body, answerTool: answerTool}, nil
 }
 
 // objectSchema reports whether a JSON Schema describes an object, as a tool's input must.
@@ -268,22 +267,9 @@ func finishReason(s string) string {
 // errNotMessage: a 200 whose body parsed but is not a message.
 var errNotMessage = errors.New("response is not a message")
 
-// argumentsError says that a tool input is not a JSON object: the answer breaks the
-// contract, the provider is healthy.
-type argumentsError struct {
-	tool string
-	err  error
-}
-
-func (e *argumentsError) Error() string {
-	return fmt.Sprintf("tool %q: arguments are not a json object: %v", e.tool, e.err)
-}
-
-func (e *argumentsError) Unwrap() error { return e.err }
-
 // decodeResponse reads the body of a 200. answerTool names the forced tool whose input is
-// the answer's text ("" for none). It returns errNotMessage, an *argumentsError, or a JSON
-// error.
+// the answer's text ("" for none). It returns errNotMessage, an *httpx.ArgumentsError, or a
+// JSON error.
 func decodeResponse(body []byte, answerTool string) (*afloat.Response, error) {
 	var w messagesResponse
 	if err := json.Unmarshal(body, &w); err != nil {
@@ -301,7 +287,7 @@ func decodeResponse(body []byte, answerTool string) (*afloat.Response, error) {
 		case "tool_use":
 			args, err := objectArguments(b.Input)
 			if err != nil {
-				return nil, &argumentsError{tool: b.Name, err: err}
+				return nil, &httpx.ArgumentsError{Tool: b.Name, Err: err}
 			}
 			if answerTool != "" && b.Name == answerTool {
 				text.Reset()
@@ -320,16 +306,11 @@ func decodeResponse(body []byte, answerTool string) (*afloat.Response, error) {
 }
 
 // objectArguments checks that a tool input is a JSON object; absent or null reads as {}.
+// Anthropic sends an object, never a string holding one as the chat APIs do: a string is
+// refused.
 func objectArguments(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return json.RawMessage("{}"), nil
-	}
-	if raw[0] != '{' {
+	if raw = bytes.TrimSpace(raw); len(raw) > 0 && raw[0] == '"' {
 		return nil, errors.New("not an object")
 	}
-	if !json.Valid(raw) {
-		return nil, errors.New("invalid json")
-	}
-	return raw, nil
+	return httpx.ObjectArguments(raw)
 }

@@ -120,7 +120,7 @@ func (t *tokens) fetch(ctx context.Context) (string, time.Time, error) {
 	form := url.Values{"scope": {t.scope}}.Encode()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, strings.NewReader(form))
 	if err != nil {
-		return "", time.Time{}, c.contractError(err)
+		return "", time.Time{}, httpx.ContractError(c.name, err)
 	}
 	hreq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	hreq.Header.Set("Accept", "application/json")
@@ -134,10 +134,10 @@ func (t *tokens) fetch(ctx context.Context) (string, time.Time, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, httpx.MaxErrorBody))
 		return "", time.Time{}, c.tokenError(resp.StatusCode, resp.Header, body)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, httpx.MaxErrorBody))
 	if err != nil {
 		pe := httpx.TransportError(c.name, err)
 		pe.Err = fmt.Errorf("token endpoint: %w", err)
@@ -145,14 +145,14 @@ func (t *tokens) fetch(ctx context.Context) (string, time.Time, error) {
 	}
 	var w tokenResponse
 	if err := json.Unmarshal(body, &w); err != nil {
-		return "", time.Time{}, c.bodyError(resp.StatusCode, errors.New("token endpoint: response is not a token"))
+		return "", time.Time{}, httpx.BodyError(c.name, resp.StatusCode, errors.New("token endpoint: response is not a token"))
 	}
 	tok, exp := w.AccessToken, w.ExpiresAt
 	if tok == "" {
 		tok, exp = w.Tok, w.Exp
 	}
 	if tok == "" || httpx.HasControl(tok) {
-		return "", time.Time{}, c.bodyError(resp.StatusCode, errors.New("token endpoint: response holds no usable token"))
+		return "", time.Time{}, httpx.BodyError(c.name, resp.StatusCode, errors.New("token endpoint: response holds no usable token"))
 	}
 	return tok, expiry(exp, c.clock.Now()), nil
 }

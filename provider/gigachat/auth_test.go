@@ -119,7 +119,7 @@ func TestRefreshOnceOn401(t *testing.T) {
 			if tt.stream {
 				var s afloat.Stream
 				if s, err = c.Stream(t.Context(), hello); err == nil {
-					_, err = drainStream(t, s)
+					_, err = fixture.Drain(t, s)
 					if errors.Is(err, io.EOF) {
 						err = nil
 					}

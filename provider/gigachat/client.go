@@ -1,14 +1,12 @@
 package gigachat
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -62,10 +60,6 @@ const (
 	DefaultScope         = "GIGACHAT_API_PERS"
 	DefaultRefreshBefore = time.Minute
 	defaultName          = "gigachat"
-	// maxBody bounds a whole answer read into memory; a larger one is treated as broken.
-	maxBody = 16 << 20
-	// maxErrorBody bounds what is read of an error response: its class needs only the head.
-	maxErrorBody = 64 << 10
 )
 
 // Client calls GigaChat. It implements afloat.Provider and afloat.Streamer, and is safe for
@@ -95,12 +89,12 @@ func New(cfg Config) (*Client, error) {
 	if c.name == "" {
 		c.name = defaultName
 	}
-	base, err := absURL(cfg.BaseURL, DefaultBaseURL)
+	base, err := httpx.AbsURL(cfg.BaseURL, DefaultBaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("gigachat: %s: base url %w", c.name, err)
 	}
 	c.endpoint = strings.TrimRight(base, "/") + "/chat/completions"
-	authURL, err := absURL(cfg.AuthURL, DefaultAuthURL)
+	authURL, err := httpx.AbsURL(cfg.AuthURL, DefaultAuthURL)
 	if err != nil {
 		return nil, fmt.Errorf("gigachat: %s: auth url %w", c.name, err)
 	}
@@ -135,18 +129,6 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// absURL returns raw, or def when raw is empty, checked to be an absolute http(s) URL.
-func absURL(raw, def string) (string, error) {
-	if raw == "" {
-		raw = def
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%q is not an absolute http(s) url", raw)
-	}
-	return raw, nil
-}
-
 // Name returns the provider's name as it appears in errors.
 func (c *Client) Name() string { return c.name }
 
@@ -164,28 +146,24 @@ func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Res
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	body, err := httpx.ReadBody(c.name, resp)
 	if err != nil {
-		return nil, httpx.TransportError(c.name, err)
-	}
-	if len(body) > maxBody {
-		return nil, c.bodyError(resp.StatusCode, fmt.Errorf("response body exceeds %d bytes", maxBody))
+		return nil, err
 	}
 	out, err := decodeResponse(body)
 	if err != nil {
-		return nil, c.decodeFailure(resp.StatusCode, err)
+		return nil, httpx.DecodeError(c.name, resp.StatusCode, err)
 	}
 	return out, nil
 }
 
 func (c *Client) encode(req *afloat.Request, stream bool) ([]byte, error) {
 	if req == nil {
-		return nil, c.contractError(errors.New("nil request"))
+		return nil, httpx.ContractError(c.name, errors.New("nil request"))
 	}
 	payload, err := encodeRequest(req, c.model, stream, c.schemas)
 	if err != nil {
-		return nil, c.contractError(err)
+		return nil, httpx.ContractError(c.name, err)
 	}
 	return payload, nil
 }
@@ -213,25 +191,14 @@ func (c *Client) send(ctx context.Context, payload []byte, stream bool) (*http.R
 			return nil, err
 		}
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return nil, c.statusError(resp.StatusCode, resp.Header, body)
+	return httpx.CheckStatus(resp, c.statusError)
 }
 
 // post makes one chat request; only a transport failure is an error.
 func (c *Client) post(ctx context.Context, tok string, payload []byte, stream bool) (*http.Response, error) {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(payload))
+	hreq, err := httpx.NewJSONRequest(ctx, c.endpoint, payload, stream)
 	if err != nil {
-		return nil, c.contractError(err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	if stream {
-		hreq.Header.Set("Accept", "text/event-stream")
-	} else {
-		hreq.Header.Set("Accept", "application/json")
+		return nil, httpx.ContractError(c.name, err)
 	}
 	hreq.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := c.http.Do(hreq)
@@ -243,10 +210,6 @@ func (c *Client) post(ctx context.Context, tok string, payload []byte, stream bo
 
 // drain reads a little of a body so that its connection can be reused, and closes it.
 func drain(resp *http.Response) {
-	io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	io.Copy(io.Discard, io.LimitReader(resp.Body, httpx.MaxErrorBody))
 	resp.Body.Close()
-}
-
-func (c *Client) contractError(err error) *afloat.ProviderError {
-	return &afloat.ProviderError{Provider: c.name, Kind: afloat.Contract, Err: err}
 }

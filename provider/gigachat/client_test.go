@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx/fixture"
 )
 
 func TestNew(t *testing.T) {
@@ -182,7 +183,7 @@ func TestCompleteRequestShape(t *testing.T) {
 			if got.Method != "POST" || got.Header.Get("Content-Type") != "application/json" {
 				t.Errorf("chat request: %s %v", got.Method, got.Header)
 			}
-			if g, w := canonJSON(t, got.Body), canonJSON(t, []byte(tt.wantBody)); g != w {
+			if g, w := fixture.CanonJSON(t, got.Body), fixture.CanonJSON(t, []byte(tt.wantBody)); g != w {
 				t.Errorf("body\n got %s\nwant %s", g, w)
 			}
 		})

@@ -1,12 +1,11 @@
 package gigachat
 
 import (
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx/fixture"
 )
 
 func TestChatErrorClasses(t *testing.T) {
@@ -33,28 +32,10 @@ func TestChatErrorClasses(t *testing.T) {
 		t.Run(tt.fixture, func(t *testing.T) {
 			srv := server(t, tt.fixture)
 			c := newClient(t, srv, nil)
-			for _, call := range []struct {
-				name string
-				do   func() error
-			}{
-				{"complete", func() error { _, err := c.Complete(t.Context(), hello); return err }},
-				{"stream", func() error { _, err := c.Stream(t.Context(), hello); return err }},
-			} {
-				err := call.do()
-				var pe *afloat.ProviderError
-				if !errors.As(err, &pe) {
-					t.Fatalf("%s: err = %v (%T), want *afloat.ProviderError", call.name, err, err)
-				}
-				if pe.Provider != "gigachat-pro" || pe.Status != tt.status || pe.Kind != tt.kind || pe.Timeout {
-					t.Errorf("%s: provider, status, kind, timeout = %s, %d, %s, %v; want gigachat-pro, %d, %s, false",
-						call.name, pe.Provider, pe.Status, pe.Kind, pe.Timeout, tt.status, tt.kind)
-				}
-				if pe.RetryAfter != tt.retryAfter || pe.Transient() != tt.transient {
-					t.Errorf("%s: RetryAfter, Transient = %v, %v; want %v, %v", call.name, pe.RetryAfter, pe.Transient(), tt.retryAfter, tt.transient)
-				}
-				if !strings.Contains(err.Error(), tt.errHas) || len(err.Error()) > 400 {
-					t.Errorf("%s: error %q does not quote %q briefly", call.name, err, tt.errHas)
-				}
+			// GigaChat's error body names no type: Code stays empty.
+			for _, call := range fixture.Calls(t.Context(), c, hello) {
+				fixture.CheckError(t, call.Name, call.Do(), fixture.WantError{Provider: "gigachat-pro", Status: tt.status, Kind: tt.kind,
+					RetryAfter: tt.retryAfter, Transient: tt.transient, Has: tt.errHas})
 			}
 			// A status other than 401 never refreshes the token.
 			if n := len(srv.Requests(authPath)); n != 1 {

@@ -1,7 +1,6 @@
 package gigachat
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"sync"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/internal/httpx"
@@ -32,7 +30,8 @@ func (c *Client) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		drain(resp)
-		return nil, c.bodyError(resp.StatusCode, fmt.Errorf("stream answered with content type %q, not text/event-stream", mt))
+		return nil, httpx.BodyError(c.name, resp.StatusCode,
+			fmt.Errorf("stream answered with content type %q, not text/event-stream", mt))
 	}
 	return newStream(c, resp), nil
 }
@@ -40,19 +39,16 @@ func (c *Client) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream
 // maxLine bounds one SSE line; a longer one is treated as a broken stream.
 const maxLine = 4 << 20
 
-// stream reads one SSE answer. It is not safe for concurrent use, except that Close may be
-// called from another goroutine to abort a blocked Recv.
+// stream reads one SSE answer: httpx.Stream runs the loop, the methods below decode the
+// events. It is not safe for concurrent use, except that Close may be called from another
+// goroutine to abort a blocked Recv.
 type stream struct {
-	c         *Client
-	status    int
-	body      io.ReadCloser
-	events    *httpx.EventReader
-	call      *partialCall
-	usage     *afloat.Usage
-	finished  bool // a finish_reason was seen
-	eof       bool
-	err       error
-	closeOnce sync.Once
+	*httpx.Stream
+	c        *Client
+	status   int
+	call     *partialCall
+	usage    *afloat.Usage
+	finished bool // a finish_reason was seen
 }
 
 // partialCall is the function call of the answer, as its fragments arrive.
@@ -62,47 +58,14 @@ type partialCall struct {
 }
 
 func newStream(c *Client, resp *http.Response) *stream {
-	return &stream{c: c, status: resp.StatusCode, body: resp.Body, events: httpx.NewEventReader(resp.Body, maxLine)}
+	s := &stream{c: c, status: resp.StatusCode}
+	s.Stream = &httpx.Stream{Provider: c.name, Response: resp, Next: httpx.NewEventReader(resp.Body, maxLine).Next,
+		MaxLine: maxLine, End: "[DONE]", Decoder: s}
+	return s
 }
 
-func (s *stream) Close() error {
-	s.closeOnce.Do(func() { s.body.Close() })
-	return nil
-}
-
-func (s *stream) Recv() (afloat.Chunk, error) {
-	for {
-		if s.err != nil {
-			return afloat.Chunk{}, s.err
-		}
-		if s.eof {
-			return afloat.Chunk{}, io.EOF
-		}
-		ev, err := s.events.Next()
-		switch {
-		case errors.Is(err, io.EOF) && s.finished:
-			s.eof = true
-			continue
-		case errors.Is(err, io.EOF):
-			s.err = s.c.bodyError(s.status, fmt.Errorf("stream ended before [DONE]: %w", io.ErrUnexpectedEOF))
-			continue
-		case errors.Is(err, bufio.ErrTooLong):
-			s.err = s.c.bodyError(s.status, fmt.Errorf("stream line exceeds %d bytes: %w", maxLine, err))
-			continue
-		case err != nil:
-			s.err = httpx.TransportError(s.c.name, err)
-			continue
-		}
-		ch, emit, err := s.handle(ev)
-		if err != nil {
-			s.err = err
-			continue
-		}
-		if emit {
-			return ch, nil
-		}
-	}
-}
+// Finished reports whether a finish_reason was seen.
+func (s *stream) Finished() bool { return s.finished }
 
 // streamChunk is one chunk, or an error payload ({"status","message"}).
 type streamChunk struct {
@@ -112,28 +75,30 @@ type streamChunk struct {
 	Message string   `json:"message"`
 }
 
-// handle turns one event into a chunk; emit is false when the event carried nothing a
-// caller needs.
-func (s *stream) handle(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) {
+// Decode turns one event into a chunk; emit is false when the event carried nothing a
+// caller needs. [DONE] ends the stream.
+func (s *stream) Decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) {
 	data := ev.Data
 	if string(data) == "[DONE]" {
-		s.eof = true
 		if s.finished {
-			return afloat.Chunk{}, false, nil
+			return afloat.Chunk{}, false, io.EOF
 		}
 		// A server that sent no finish reason: deliver what is pending rather than lose it.
-		return s.finish("stop")
+		if ch, emit, err = s.finish("stop"); err != nil {
+			return afloat.Chunk{}, false, err
+		}
+		return ch, emit, io.EOF
 	}
 	var w streamChunk
 	if err := json.Unmarshal(data, &w); err != nil {
-		return afloat.Chunk{}, false, s.c.bodyError(s.status, fmt.Errorf("decode stream chunk: %w", err))
+		return afloat.Chunk{}, false, httpx.BodyError(s.c.name, s.status, fmt.Errorf("decode stream chunk: %w", err))
 	}
 	if ev.Type == "error" || (len(w.Choices) == 0 && w.Message != "") {
 		msg := w.Message
 		if msg == "" {
 			msg = string(data)
 		}
-		return afloat.Chunk{}, false, s.c.bodyError(s.status, errors.New("error event: "+s.c.quote(msg)))
+		return afloat.Chunk{}, false, httpx.BodyError(s.c.name, s.status, errors.New("error event: "+s.c.quote(msg)))
 	}
 	if w.Usage != nil {
 		u := w.Usage.canonical()
@@ -155,7 +120,7 @@ func (s *stream) handle(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) 
 				if fc.Name != "" {
 					s.call.name = fc.Name
 				}
-				s.call.args = appendArguments(s.call.args, fc.Arguments)
+				s.call.args = httpx.AppendArguments(s.call.args, fc.Arguments)
 			}
 			if d.FunctionsStateID != "" {
 				if s.call == nil {
@@ -188,27 +153,11 @@ func (s *stream) finish(reason string) (afloat.Chunk, bool, error) {
 	if s.call != nil {
 		call, err := toolCall(s.call.name, s.call.args, s.call.stateID)
 		if err != nil {
-			pe := s.c.bodyError(s.status, err)
-			pe.Kind = afloat.Contract
-			return afloat.Chunk{}, false, pe
+			return afloat.Chunk{}, false, httpx.DecodeError(s.c.name, s.status, err)
 		}
 		ch.ToolCalls = []afloat.ToolCall{call}
 		ch.FinishReason = "tool_calls"
 		s.call = nil
 	}
 	return ch, ch.FinishReason != "" || ch.Usage != nil || len(ch.ToolCalls) > 0, nil
-}
-
-// appendArguments adds one fragment: an object sent whole, or a string fragment.
-func appendArguments(dst []byte, raw json.RawMessage) []byte {
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return append(dst, s...)
-		}
-	}
-	if string(raw) == "null" {
-		return dst
-	}
-	return append(dst, raw...)
 }

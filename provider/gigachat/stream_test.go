@@ -3,12 +3,12 @@ package gigachat
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx/fixture"
 )
 
 func TestStreamFixtures(t *testing.T) {
@@ -41,37 +41,13 @@ func TestStreamFixtures(t *testing.T) {
 				sent.Header.Get("Authorization") != "Bearer "+tokenOne {
 				t.Errorf("stream request: headers %v, body %s", sent.Header, sent.Body)
 			}
-			chunks, err := drainStream(t, s)
-			var deltas []string
-			var finish string
-			var calls []afloat.ToolCall
-			var usage *afloat.Usage
-			for _, ch := range chunks {
-				if ch.Delta != "" {
-					deltas = append(deltas, ch.Delta)
-				}
-				if ch.FinishReason != "" {
-					finish = ch.FinishReason
-				}
-				calls = append(calls, ch.ToolCalls...)
-				if ch.Usage != nil {
-					usage = ch.Usage
-				}
+			chunks, err := fixture.Drain(t, s)
+			got := fixture.Assemble(chunks)
+			want := fixture.Answer{Deltas: tt.deltas, Finish: tt.finish, Calls: tt.calls, Usage: tt.usage}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("answer\n got %+v\nwant %+v", got, want)
 			}
-			if !reflect.DeepEqual(deltas, tt.deltas) || finish != tt.finish || !reflect.DeepEqual(calls, tt.calls) || !reflect.DeepEqual(usage, tt.usage) {
-				t.Errorf("got deltas %q, finish %q, calls %+v, usage %+v\nwant %q, %q, %+v, %+v",
-					deltas, finish, calls, usage, tt.deltas, tt.finish, tt.calls, tt.usage)
-			}
-			if tt.errHas == "" {
-				if err != io.EOF {
-					t.Fatalf("end = %v, want io.EOF", err)
-				}
-				return
-			}
-			var pe *afloat.ProviderError
-			if !errors.As(err, &pe) || pe.Kind != afloat.Unavailable || pe.Status != 200 || !strings.Contains(err.Error(), tt.errHas) {
-				t.Fatalf("end = %v, want an unavailable error with status 200 saying %q", err, tt.errHas)
-			}
+			fixture.CheckEnd(t, err, afloat.Unavailable, tt.errHas)
 		})
 	}
 }
@@ -115,7 +91,7 @@ func TestStreamEdges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := drainStream(t, streamOf(tt.body))
+			got, err := fixture.Drain(t, streamOf(tt.body))
 			for i := range got {
 				for j := range got[i].ToolCalls {
 					if !callID.MatchString(got[i].ToolCalls[j].ID) {
@@ -127,16 +103,7 @@ func TestStreamEdges(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("chunks\n got %+v\nwant %+v", got, tt.want)
 			}
-			if tt.errHas == "" {
-				if err != io.EOF {
-					t.Fatalf("end = %v, want io.EOF", err)
-				}
-				return
-			}
-			var pe *afloat.ProviderError
-			if !errors.As(err, &pe) || pe.Kind != tt.kind || !strings.Contains(err.Error(), tt.errHas) {
-				t.Fatalf("end = %v, want a %s error saying %q", err, tt.kind, tt.errHas)
-			}
+			fixture.CheckEnd(t, err, tt.kind, tt.errHas)
 		})
 	}
 }

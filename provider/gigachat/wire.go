@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx"
 )
 
 // The wire types of POST /api/v1/chat/completions (shared/reference/providers.md §1).
@@ -151,13 +152,7 @@ func encodeRequest(req *afloat.Request, model string, stream, schemas bool) ([]b
 			return nil, fmt.Errorf("unknown response format %q", rf.Type)
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
-		return nil, fmt.Errorf("encode request: %w", err)
-	}
-	return buf.Bytes(), nil
+	return httpx.EncodeBody(w)
 }
 
 // encodeMessages renders the conversation. GigaChat takes one function call per assistant
@@ -269,21 +264,8 @@ func finishReason(s string) string {
 // errNoChoices: a 200 whose body parsed but held no answer.
 var errNoChoices = errors.New("response has no choices")
 
-// argumentsError says that function arguments are not a JSON object: the answer breaks
-// the contract, the provider is healthy.
-type argumentsError struct {
-	tool string
-	err  error
-}
-
-func (e *argumentsError) Error() string {
-	return fmt.Sprintf("tool %q: arguments are not a json object: %v", e.tool, e.err)
-}
-
-func (e *argumentsError) Unwrap() error { return e.err }
-
-// decodeResponse reads the body of a 200. It returns errNoChoices, an *argumentsError, or a
-// JSON error.
+// decodeResponse reads the body of a 200. It returns errNoChoices, an
+// *httpx.ArgumentsError, or a JSON error.
 func decodeResponse(body []byte) (*afloat.Response, error) {
 	var w chatResponse
 	if err := json.Unmarshal(body, &w); err != nil {
@@ -317,9 +299,9 @@ func decodeResponse(body []byte) (*afloat.Response, error) {
 // toolCall builds a canonical call: arguments as an object, and a synthetic id, carrying
 // the functions_state_id when GigaChat sent one.
 func toolCall(name string, raw json.RawMessage, stateID string) (afloat.ToolCall, error) {
-	args, err := parseArguments(raw)
+	args, err := httpx.ObjectArguments(raw)
 	if err != nil {
-		return afloat.ToolCall{}, &argumentsError{tool: name, err: err}
+		return afloat.ToolCall{}, &httpx.ArgumentsError{Tool: name, Err: err}
 	}
 	id := stateIDPrefix + stateID
 	if stateID == "" {
@@ -328,30 +310,4 @@ func toolCall(name string, raw json.RawMessage, stateID string) (afloat.ToolCall
 		id = "call_" + hex.EncodeToString(b[:])
 	}
 	return afloat.ToolCall{ID: id, Name: name, Arguments: args}, nil
-}
-
-// parseArguments turns wire arguments into a JSON object: an object as GigaChat sends it,
-// or a string holding one; empty or null reads as {}.
-func parseArguments(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return json.RawMessage("{}"), nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, err
-		}
-		raw = bytes.TrimSpace([]byte(s))
-		if len(raw) == 0 {
-			return json.RawMessage("{}"), nil
-		}
-	}
-	if raw[0] != '{' {
-		return nil, errors.New("not an object")
-	}
-	if !json.Valid(raw) {
-		return nil, errors.New("invalid json")
-	}
-	return raw, nil
 }

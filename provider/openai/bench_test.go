@@ -25,7 +25,7 @@ func BenchmarkEncodeRequest(b *testing.B) {
 }
 
 func BenchmarkDecodeResponse(b *testing.B) {
-	_, _, body := readFixture(b, "chat_tool_call.http")
+	body := read(b, "chat_tool_call.http").Body
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -36,7 +36,7 @@ func BenchmarkDecodeResponse(b *testing.B) {
 }
 
 func BenchmarkStreamRecv(b *testing.B) {
-	_, _, body := readFixture(b, "stream_tool_call.http")
+	body := read(b, "stream_tool_call.http").Body
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {

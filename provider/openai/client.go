@@ -1,13 +1,10 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/afloat-dev/afloat"
@@ -43,13 +40,7 @@ type Config struct {
 // DefaultBaseURL is OpenAI's API root, used when Config.BaseURL is empty.
 const DefaultBaseURL = "https://api.openai.com/v1"
 
-const (
-	defaultName = "openai"
-	// maxBody bounds a whole answer read into memory; a larger one is treated as broken.
-	maxBody = 16 << 20
-	// maxErrorBody bounds what is read of an error response: its class needs only the head.
-	maxErrorBody = 64 << 10
-)
+const defaultName = "openai"
 
 // Client calls one OpenAI-compatible endpoint. It implements afloat.Provider and
 // afloat.Streamer, and is safe for concurrent use.
@@ -78,34 +69,23 @@ func New(cfg Config) (*Client, error) {
 		dialect: cfg.Dialect,
 		http:    cfg.HTTPClient,
 		clock:   cfg.Clock,
-		headers: make(http.Header, len(cfg.Headers)),
 	}
 	if c.name == "" {
 		c.name = defaultName
 	}
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai: %s: base url %q is not an absolute http(s) url", c.name, base)
+	base, err := httpx.AbsURL(cfg.BaseURL, DefaultBaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %s: base url %w", c.name, err)
 	}
 	c.endpoint = strings.TrimRight(base, "/") + "/chat/completions"
 	if !knownDialect(c.dialect) {
 		return nil, fmt.Errorf("openai: %s: unknown dialect %q (want openai, vllm, llamacpp, ollama or yandex)", c.name, c.dialect)
 	}
-	if strings.ContainsAny(cfg.APIKey, "\r\n\x00") {
+	if httpx.HasControl(cfg.APIKey) {
 		return nil, fmt.Errorf("openai: %s: api key holds a control character", c.name)
 	}
-	for k, v := range cfg.Headers {
-		if !validHeaderName(k) {
-			return nil, fmt.Errorf("openai: %s: invalid header name %q", c.name, k)
-		}
-		if strings.ContainsAny(v, "\r\n\x00") {
-			return nil, fmt.Errorf("openai: %s: header %s holds a control character", c.name, k)
-		}
-		c.headers.Set(k, v)
+	if c.headers, err = httpx.Headers(cfg.Headers); err != nil {
+		return nil, fmt.Errorf("openai: %s: %w", c.name, err)
 	}
 	if c.http == nil {
 		c.http = httpx.NewClient(httpx.Timeouts{})
@@ -128,17 +108,13 @@ func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Res
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	body, err := httpx.ReadBody(c.name, resp)
 	if err != nil {
-		return nil, httpx.TransportError(c.name, err)
-	}
-	if len(body) > maxBody {
-		return nil, c.bodyError(resp.StatusCode, fmt.Errorf("response body exceeds %d bytes", maxBody))
+		return nil, err
 	}
 	out, err := decodeResponse(body)
 	if err != nil {
-		return nil, c.decodeFailure(resp.StatusCode, err)
+		return nil, httpx.DecodeError(c.name, resp.StatusCode, err)
 	}
 	return out, nil
 }
@@ -147,21 +123,15 @@ func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Res
 // a classified error, with the body already drained and closed.
 func (c *Client) send(ctx context.Context, req *afloat.Request, stream bool) (*http.Response, error) {
 	if req == nil {
-		return nil, c.contractError(errors.New("nil request"))
+		return nil, httpx.ContractError(c.name, errors.New("nil request"))
 	}
 	payload, err := encodeFor(req, c.model, stream, c.dialect)
 	if err != nil {
-		return nil, c.contractError(err)
+		return nil, httpx.ContractError(c.name, err)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(payload))
+	hreq, err := httpx.NewJSONRequest(ctx, c.endpoint, payload, stream)
 	if err != nil {
-		return nil, c.contractError(err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	if stream {
-		hreq.Header.Set("Accept", "text/event-stream")
-	} else {
-		hreq.Header.Set("Accept", "application/json")
+		return nil, httpx.ContractError(c.name, err)
 	}
 	if c.apiKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.apiKey)
@@ -173,27 +143,5 @@ func (c *Client) send(ctx context.Context, req *afloat.Request, stream bool) (*h
 	if err != nil {
 		return nil, httpx.TransportError(c.name, err)
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return nil, c.statusError(resp.StatusCode, resp.Header, body)
-}
-
-func (c *Client) contractError(err error) *afloat.ProviderError {
-	return &afloat.ProviderError{Provider: c.name, Kind: afloat.Contract, Err: err}
-}
-
-// validHeaderName reports whether s is an HTTP token (RFC 9110 §5.6.2).
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r >= 0x7f || r <= ' ' || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
-			return false
-		}
-	}
-	return true
+	return httpx.CheckStatus(resp, c.statusError)
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx"
+	"github.com/afloat-dev/afloat/internal/httpx/fixture"
 )
 
 func TestNew(t *testing.T) {
@@ -168,24 +170,24 @@ func TestCompleteRequestShape(t *testing.T) {
 			if _, err := c.Complete(t.Context(), &tt.req); err != nil {
 				t.Fatal(err)
 			}
-			got := srv.request(t)
-			if got.method != "POST" || got.path != "/v1/chat/completions" {
-				t.Errorf("%s %s, want POST /v1/chat/completions", got.method, got.path)
+			got := srv.Last(t, chatPath)
+			if got.Method != "POST" || got.Path != "/v1/chat/completions" {
+				t.Errorf("%s %s, want POST /v1/chat/completions", got.Method, got.Path)
 			}
-			if auth, ok := got.header["Authorization"]; tt.wantAuth == "" && ok {
+			if auth, ok := got.Header["Authorization"]; tt.wantAuth == "" && ok {
 				t.Errorf("Authorization %q sent without a key", auth)
-			} else if got.header.Get("Authorization") != tt.wantAuth {
-				t.Errorf("Authorization = %q, want %q", got.header.Get("Authorization"), tt.wantAuth)
+			} else if got.Header.Get("Authorization") != tt.wantAuth {
+				t.Errorf("Authorization = %q, want %q", got.Header.Get("Authorization"), tt.wantAuth)
 			}
-			if ct := got.header.Get("Content-Type"); ct != "application/json" {
+			if ct := got.Header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q", ct)
 			}
 			for k, v := range tt.wantHdr {
-				if got.header.Get(k) != v {
-					t.Errorf("header %s = %q, want %q", k, got.header.Get(k), v)
+				if got.Header.Get(k) != v {
+					t.Errorf("header %s = %q, want %q", k, got.Header.Get(k), v)
 				}
 			}
-			if g, w := canonJSON(t, got.body), canonJSON(t, []byte(tt.wantBody)); g != w {
+			if g, w := fixture.CanonJSON(t, got.Body), fixture.CanonJSON(t, []byte(tt.wantBody)); g != w {
 				t.Errorf("body\n got %s\nwant %s", g, w)
 			}
 		})
@@ -222,7 +224,7 @@ func TestCompleteRejectsBadRequests(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("err = %v, want it to say %q", err, tt.wantErr)
 			}
-			if n := srv.requests(); n != 0 {
+			if n := len(srv.Requests(chatPath)); n != 0 {
 				t.Errorf("sent %d requests, want none", n)
 			}
 		})
@@ -296,9 +298,9 @@ func TestDecodeResponse(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want %q", err, tt.wantErr)
 			}
-			var ae *argumentsError
+			var ae *httpx.ArgumentsError
 			if errors.As(err, &ae) != tt.contract {
-				t.Errorf("argumentsError = %v, want %v", !tt.contract, tt.contract)
+				t.Errorf("ArgumentsError = %v, want %v", !tt.contract, tt.contract)
 			}
 		})
 	}

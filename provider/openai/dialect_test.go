@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx/fixture"
 )
 
 func TestDialectRequestShape(t *testing.T) {
@@ -58,12 +59,12 @@ func TestDialectRequestShape(t *testing.T) {
 			if _, err := c.Complete(t.Context(), &tt.req); err != nil {
 				t.Fatal(err)
 			}
-			got := srv.request(t)
-			if g, w := canonJSON(t, got.body), canonJSON(t, []byte(tt.want)); g != w {
+			got := srv.Last(t, chatPath)
+			if g, w := fixture.CanonJSON(t, got.Body), fixture.CanonJSON(t, []byte(tt.want)); g != w {
 				t.Errorf("body\n got %s\nwant %s", g, w)
 			}
-			if tt.dialect == DialectYandex && (got.header.Get("OpenAI-Project") != "b1gfolder" || got.header.Get("Authorization") != "Bearer "+testKey) {
-				t.Errorf("yandex headers = %v", got.header)
+			if tt.dialect == DialectYandex && (got.Header.Get("OpenAI-Project") != "b1gfolder" || got.Header.Get("Authorization") != "Bearer "+testKey) {
+				t.Errorf("yandex headers = %v", got.Header)
 			}
 		})
 	}

@@ -3,11 +3,8 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/internal/httpx"
@@ -95,72 +92,21 @@ func (e apiError) label() string {
 	return e.code
 }
 
-// kindOf classifies a non-2xx status by shared/reference/providers.md §0 and §3.
-func kindOf(status int, e apiError) afloat.Kind {
-	switch {
-	case status == http.StatusTooManyRequests:
-		if e.code == codeInsufficientQuota || e.typ == codeInsufficientQuota {
-			return afloat.Unusable
-		}
-		return afloat.Throttled
-	case status == http.StatusUnauthorized, status == http.StatusPaymentRequired, status == http.StatusForbidden:
-		return afloat.Unusable
-	case status == http.StatusRequestTimeout, status >= 500:
-		return afloat.Unavailable
-	case status >= 400:
-		return afloat.Contract
-	}
-	// 1xx and 3xx that reached us: no answer, so a failure.
-	return afloat.Unavailable
-}
-
-// statusError classifies a response whose status is not 2xx.
+// statusError classifies a response whose status is not 2xx by
+// shared/reference/providers.md §0 and §3: a 429 of insufficient_quota is Unusable, other
+// 429s Throttled.
 func (c *Client) statusError(status int, h http.Header, body []byte) *afloat.ProviderError {
 	e, ok := parseErrorBody(body)
-	pe := &afloat.ProviderError{
+	quotaSpent := e.code == codeInsufficientQuota || e.typ == codeInsufficientQuota
+	return &afloat.ProviderError{
 		Provider:   c.name,
 		Status:     status,
-		Kind:       kindOf(status, e),
+		Kind:       httpx.StatusKind(status, quotaSpent),
 		Code:       e.label(),
 		RetryAfter: httpx.RetryAfter(h, c.clock.Now()),
+		Err:        httpx.StatusCause(ok, e.message, body, c.quote),
 	}
-	switch {
-	case ok && e.message != "":
-		pe.Err = errors.New(c.quote(e.message))
-	case !ok && len(bytes.TrimSpace(body)) > 0:
-		pe.Err = errors.New("unexpected body: " + c.quote(string(body)))
-	}
-	return pe
 }
 
-// bodyError is a 2xx whose body is unusable: the provider failed to answer.
-func (c *Client) bodyError(status int, err error) *afloat.ProviderError {
-	return &afloat.ProviderError{Provider: c.name, Status: status, Kind: afloat.Unavailable, Err: err}
-}
-
-// decodeFailure classifies an error of decodeResponse.
-func (c *Client) decodeFailure(status int, err error) *afloat.ProviderError {
-	pe := c.bodyError(status, err)
-	var ae *argumentsError
-	if errors.As(err, &ae) {
-		pe.Kind = afloat.Contract
-	}
-	return pe
-}
-
-// quote prepares a provider's text for an error: the API key is cut out wherever a server
-// echoed it, runs of white space are folded, and the rest is truncated at a rune boundary.
-func (c *Client) quote(s string) string {
-	if c.apiKey != "" {
-		s = strings.ReplaceAll(s, c.apiKey, "[redacted]")
-	}
-	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
-	if len(s) <= maxQuote {
-		return s
-	}
-	cut := maxQuote
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+// quote prepares a provider's text for an error, without the key.
+func (c *Client) quote(s string) string { return httpx.Quote(s, maxQuote, c.apiKey) }

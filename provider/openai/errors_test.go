@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx/fixture"
 	"github.com/jonboulle/clockwork"
 )
 
@@ -59,37 +59,9 @@ func TestCompleteErrorClasses(t *testing.T) {
 		t.Run(tt.fixture, func(t *testing.T) {
 			srv := replay(t, tt.fixture)
 			c := newClient(t, srv.URL, func(c *Config) { c.Clock = clockwork.NewFakeClockAt(fixtureNow) })
-			for _, call := range []struct {
-				name string
-				do   func() error
-			}{
-				{"complete", func() error { _, err := c.Complete(t.Context(), hello); return err }},
-				{"stream", func() error { _, err := c.Stream(t.Context(), hello); return err }},
-			} {
-				err := call.do()
-				var pe *afloat.ProviderError
-				if !errors.As(err, &pe) {
-					t.Fatalf("%s: err = %v (%T), want *afloat.ProviderError", call.name, err, err)
-				}
-				if pe.Provider != "t-lite" || pe.Status != tt.status || pe.Kind != tt.kind || pe.Code != tt.code {
-					t.Errorf("%s: provider, status, kind, code = %s, %d, %s, %q; want t-lite, %d, %s, %q",
-						call.name, pe.Provider, pe.Status, pe.Kind, pe.Code, tt.status, tt.kind, tt.code)
-				}
-				if pe.RetryAfter != tt.retryAfter {
-					t.Errorf("%s: RetryAfter = %v, want %v", call.name, pe.RetryAfter, tt.retryAfter)
-				}
-				if pe.Transient() != tt.transient {
-					t.Errorf("%s: Transient = %v, want %v", call.name, pe.Transient(), tt.transient)
-				}
-				if pe.Timeout {
-					t.Errorf("%s: a status error marked as a timeout", call.name)
-				}
-				if !strings.Contains(err.Error(), tt.errHas) {
-					t.Errorf("%s: error %q does not quote %q", call.name, err, tt.errHas)
-				}
-				if len(err.Error()) > 400 {
-					t.Errorf("%s: error text is %d bytes, want the provider's message truncated", call.name, len(err.Error()))
-				}
+			for _, call := range fixture.Calls(t.Context(), c, hello) {
+				fixture.CheckError(t, call.Name, call.Do(), fixture.WantError{Provider: "t-lite", Status: tt.status, Kind: tt.kind,
+					Code: tt.code, RetryAfter: tt.retryAfter, Transient: tt.transient, Has: tt.errHas})
 			}
 		})
 	}
@@ -177,19 +149,8 @@ func hangingServer(t *testing.T, body string) *httptest.Server {
 }
 
 func TestTransportFailures(t *testing.T) {
-	refused := httptest.NewServer(http.NotFoundHandler())
-	refusedURL := refused.URL
-	refused.Close()
-	reset := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		conn.(*net.TCPConn).SetLinger(0) // close with RST
-		conn.Close()
-	}))
-	t.Cleanup(reset.Close)
+	refusedURL := fixture.ClosedURL(t)
+	reset := fixture.ResetServer(t)
 	hang := hangingServer(t, "")
 
 	tests := []struct {

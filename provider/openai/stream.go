@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/internal/httpx"
@@ -36,20 +35,18 @@ const (
 	initialLine = 16 << 10
 )
 
-// stream reads one SSE answer. It is not safe for concurrent use, except that Close may be
-// called from another goroutine to abort a blocked Recv.
+// stream reads one SSE answer: httpx.Stream runs the loop, the methods below read and decode
+// the events. It is not safe for concurrent use, except that Close may be called from another
+// goroutine to abort a blocked Recv.
 type stream struct {
+	*httpx.Stream
 	c      *Client
 	status int
-	body   io.ReadCloser
 	lines  *bufio.Scanner
 	// calls accumulates tool call fragments in the order their indexes first appeared.
-	calls     []partialCall
-	byIndex   map[int]int
-	finished  bool // a finish_reason was seen
-	eof       bool // [DONE] was seen, or the body ended after the finish
-	err       error
-	closeOnce sync.Once
+	calls    []partialCall
+	byIndex  map[int]int
+	finished bool // a finish_reason was seen
 }
 
 type partialCall struct {
@@ -60,89 +57,58 @@ type partialCall struct {
 func newStream(c *Client, resp *http.Response) *stream {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, initialLine), maxLine)
-	return &stream{c: c, status: resp.StatusCode, body: resp.Body, lines: sc, byIndex: map[int]int{}}
+	s := &stream{c: c, status: resp.StatusCode, lines: sc, byIndex: map[int]int{}}
+	s.Stream = &httpx.Stream{Provider: c.name, Response: resp, Next: s.nextEvent,
+		MaxLine: maxLine, End: "[DONE]", Decoder: s}
+	return s
 }
 
-func (s *stream) Close() error {
-	s.closeOnce.Do(func() { s.body.Close() })
-	return nil
-}
+// Finished reports whether a finish_reason was seen.
+func (s *stream) Finished() bool { return s.finished }
 
-func (s *stream) Recv() (afloat.Chunk, error) {
-	for {
-		if s.err != nil {
-			return afloat.Chunk{}, s.err
-		}
-		if s.eof {
-			return afloat.Chunk{}, io.EOF
-		}
-		event, data, err := s.nextEvent()
-		switch {
-		case errors.Is(err, io.EOF) && s.finished:
-			s.eof = true
-			continue
-		case errors.Is(err, io.EOF):
-			s.err = s.c.bodyError(s.status, fmt.Errorf("stream ended before [DONE]: %w", io.ErrUnexpectedEOF))
-			continue
-		case errors.Is(err, bufio.ErrTooLong):
-			s.err = s.c.bodyError(s.status, fmt.Errorf("stream line exceeds %d bytes: %w", maxLine, err))
-			continue
-		case err != nil:
-			s.err = httpx.TransportError(s.c.name, err)
-			continue
-		}
-		ch, emit, err := s.handle(event, data)
-		if err != nil {
-			s.err = err
-			continue
-		}
-		if emit {
-			return ch, nil
-		}
-	}
-}
-
-// nextEvent returns the next event's type and data (data lines joined by "\n"). It returns
-// io.EOF when the body ends with no event pending. llama.cpp's "error: {…}" lines and bare
-// JSON lines (NDJSON) are read as events too.
-func (s *stream) nextEvent() (event string, data []byte, err error) {
+// nextEvent returns the next event: its type and data (data lines joined by "\n"). It
+// returns io.EOF when the body ends with no event pending. llama.cpp's "error: {…}" lines and
+// bare JSON lines (NDJSON) are read as events too. It is not httpx.EventReader, which reads
+// no "error:" line and returns pending data before a JSON line rather than dropping it.
+func (s *stream) nextEvent() (httpx.Event, error) {
+	var ev httpx.Event
 	var have bool
 	for s.lines.Scan() {
 		line := s.lines.Bytes()
 		if len(line) == 0 {
 			if have {
-				return event, data, nil
+				return ev, nil
 			}
-			event = ""
+			ev.Type = ""
 			continue
 		}
 		if line[0] == '{' {
-			return event, append([]byte(nil), line...), nil
+			return httpx.Event{Type: ev.Type, Data: append([]byte(nil), line...)}, nil
 		}
 		field, value, _ := bytes.Cut(line, []byte(":"))
 		value = bytes.TrimPrefix(value, []byte(" "))
 		switch string(field) {
 		case "data":
 			if have {
-				data = append(data, '\n')
+				ev.Data = append(ev.Data, '\n')
 			}
-			data = append(data, value...)
+			ev.Data = append(ev.Data, value...)
 			have = true
 		case "event":
-			event = string(value)
+			ev.Type = string(value)
 		case "error":
-			return "error", append([]byte(nil), value...), nil
+			return httpx.Event{Type: "error", Data: append([]byte(nil), value...)}, nil
 		}
 		// Comments (": keep-alive"), ids and retry hints carry nothing for us.
 	}
 	if err := s.lines.Err(); err != nil {
-		return "", nil, err
+		return httpx.Event{}, err
 	}
 	if have {
 		// A last event without its blank line: take it rather than lose a [DONE].
-		return event, data, nil
+		return ev, nil
 	}
-	return "", nil, io.EOF
+	return httpx.Event{}, io.EOF
 }
 
 // streamChunk is one chat.completion.chunk, or an error payload.
@@ -152,26 +118,25 @@ type streamChunk struct {
 	Error   json.RawMessage `json:"error"`
 }
 
-// handle turns one event into a chunk; emit is false when the event carried nothing a
-// caller needs (a role-only delta, a tool call fragment).
-func (s *stream) handle(event string, data []byte) (ch afloat.Chunk, emit bool, err error) {
-	data = bytes.TrimSpace(data)
+// Decode turns one event into a chunk; emit is false when the event carried nothing a
+// caller needs (a role-only delta, a tool call fragment). [DONE] ends the stream.
+func (s *stream) Decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) {
+	data := bytes.TrimSpace(ev.Data)
 	if string(data) == "[DONE]" {
-		s.eof = true
 		// Calls still pending here come from a server that sent no finish reason: deliver
 		// them rather than lose them.
 		calls, err := s.toolCalls()
 		if err != nil {
 			return afloat.Chunk{}, false, err
 		}
-		return afloat.Chunk{ToolCalls: calls}, len(calls) > 0, nil
+		return afloat.Chunk{ToolCalls: calls}, len(calls) > 0, io.EOF
 	}
-	if event == "error" {
+	if ev.Type == "error" {
 		return afloat.Chunk{}, false, s.eventError(data)
 	}
 	var w streamChunk
 	if err := json.Unmarshal(data, &w); err != nil {
-		return afloat.Chunk{}, false, s.c.bodyError(s.status, fmt.Errorf("decode stream chunk: %w", err))
+		return afloat.Chunk{}, false, httpx.BodyError(s.c.name, s.status, fmt.Errorf("decode stream chunk: %w", err))
 	}
 	if len(bytes.TrimSpace(w.Error)) > 0 && string(bytes.TrimSpace(w.Error)) != "null" {
 		return afloat.Chunk{}, false, s.eventError(data)
@@ -213,7 +178,7 @@ func (s *stream) handle(event string, data []byte) (ch afloat.Chunk, emit bool, 
 // eventError reads an error event. Whatever status the payload names, an error inside a 200
 // stream says the provider failed mid-answer: Unavailable.
 func (s *stream) eventError(data []byte) error {
-	pe := s.c.bodyError(s.status, nil)
+	pe := httpx.BodyError(s.c.name, s.status, nil)
 	e, ok := parseErrorBody(data)
 	if !ok {
 		// A bare object such as llama.cpp's {"code":500,"message":…} lacks the wrapper.
@@ -250,24 +215,8 @@ func (s *stream) accumulate(frags []toolCall) {
 		if p.name == "" {
 			p.name = f.Function.Name
 		}
-		p.args = appendArguments(p.args, f.Function.Arguments)
+		p.args = httpx.AppendArguments(p.args, f.Function.Arguments)
 	}
-}
-
-// appendArguments adds one fragment: a JSON string on the wire, or an object from servers
-// that send the whole arguments at once.
-func appendArguments(dst []byte, raw json.RawMessage) []byte {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return append(dst, s...)
-		}
-	}
-	if string(raw) == "null" {
-		return dst
-	}
-	return append(dst, raw...)
 }
 
 // toolCalls returns the accumulated calls, with arguments parsed to objects, and forgets them.
@@ -279,9 +228,7 @@ func (s *stream) toolCalls() ([]afloat.ToolCall, error) {
 	for _, p := range s.calls {
 		args, err := parseArguments(p.args)
 		if err != nil {
-			pe := s.c.bodyError(s.status, &argumentsError{tool: p.name, err: err})
-			pe.Kind = afloat.Contract
-			return nil, pe
+			return nil, httpx.DecodeError(s.c.name, s.status, &httpx.ArgumentsError{Tool: p.name, Err: err})
 		}
 		out = append(out, afloat.ToolCall{ID: p.id, Name: p.name, Arguments: args})
 	}

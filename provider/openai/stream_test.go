@@ -12,22 +12,8 @@ import (
 	"time"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx/fixture"
 )
-
-// drain reads s to its end and returns the chunks and the final error (io.EOF on success).
-func drain(t *testing.T, s afloat.Stream) ([]afloat.Chunk, error) {
-	t.Helper()
-	var chunks []afloat.Chunk
-	for range 1000 {
-		ch, err := s.Recv()
-		if err != nil {
-			return chunks, err
-		}
-		chunks = append(chunks, ch)
-	}
-	t.Fatal("stream never ended")
-	return nil, nil
-}
 
 func TestStreamFixtures(t *testing.T) {
 	tests := []struct {
@@ -62,48 +48,27 @@ func TestStreamFixtures(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			chunks, err := drain(t, s)
+			chunks, err := fixture.Drain(t, s)
 
-			var text, finish string
-			var calls []afloat.ToolCall
-			var usage *afloat.Usage
-			for _, ch := range chunks {
-				text += ch.Delta
-				if ch.FinishReason != "" {
-					finish = ch.FinishReason
-				}
-				calls = append(calls, ch.ToolCalls...)
-				if ch.Usage != nil {
-					usage = ch.Usage
-				}
-				if reflect.DeepEqual(ch, afloat.Chunk{}) {
-					t.Error("an empty chunk was returned")
-				}
+			got := fixture.Assemble(chunks)
+			if text := strings.Join(got.Deltas, ""); text != tt.text || got.Finish != tt.finish {
+				t.Errorf("text, finish = %q, %q; want %q, %q", text, got.Finish, tt.text, tt.finish)
 			}
-			if text != tt.text || finish != tt.finish {
-				t.Errorf("text, finish = %q, %q; want %q, %q", text, finish, tt.text, tt.finish)
+			if !reflect.DeepEqual(got.Calls, tt.calls) {
+				t.Errorf("tool calls\n got %+v\nwant %+v", got.Calls, tt.calls)
 			}
-			if !reflect.DeepEqual(calls, tt.calls) {
-				t.Errorf("tool calls\n got %+v\nwant %+v", calls, tt.calls)
+			if !reflect.DeepEqual(got.Usage, tt.usage) {
+				t.Errorf("usage = %+v, want %+v", got.Usage, tt.usage)
 			}
-			if !reflect.DeepEqual(usage, tt.usage) {
-				t.Errorf("usage = %+v, want %+v", usage, tt.usage)
+			if got.Empty > 0 {
+				t.Error("an empty chunk was returned")
 			}
-			if tt.errHas == "" {
-				if err != io.EOF {
-					t.Fatalf("end = %v, want io.EOF", err)
-				}
-			} else {
-				var pe *afloat.ProviderError
-				if !errors.As(err, &pe) || pe.Kind != tt.kind || pe.Provider != "t-lite" || pe.Timeout {
-					t.Fatalf("end = %v, want a %s *ProviderError of t-lite", err, tt.kind)
-				}
-				if !strings.Contains(err.Error(), tt.errHas) {
-					t.Errorf("end = %v, want it to say %q", err, tt.errHas)
-				}
-				if tt.wantCause != nil && !errors.Is(err, tt.wantCause) {
-					t.Errorf("end = %v, want %v in its chain", err, tt.wantCause)
-				}
+			fixture.CheckEnd(t, err, tt.kind, tt.errHas)
+			if pe, ok := err.(*afloat.ProviderError); ok && pe.Provider != "t-lite" {
+				t.Errorf("end = %v, want an error of t-lite", err)
+			}
+			if tt.wantCause != nil && !errors.Is(err, tt.wantCause) {
+				t.Errorf("end = %v, want %v in its chain", err, tt.wantCause)
 			}
 			// The end repeats, and Close may be called twice.
 			if _, again := s.Recv(); again != err {
@@ -113,13 +78,13 @@ func TestStreamFixtures(t *testing.T) {
 				t.Error("Close failed")
 			}
 
-			req := srv.request(t)
-			if req.header.Get("Accept") != "text/event-stream" {
-				t.Errorf("Accept = %q", req.header.Get("Accept"))
+			req := srv.Last(t, chatPath)
+			if req.Header.Get("Accept") != "text/event-stream" {
+				t.Errorf("Accept = %q", req.Header.Get("Accept"))
 			}
 			want := `{"model":"t-tech/T-lite-it-1.0","messages":[{"role":"user","content":"x"}],"max_tokens":50,
 				"stream":true,"stream_options":{"include_usage":true}}`
-			if g, w := canonJSON(t, req.body), canonJSON(t, []byte(want)); g != w {
+			if g, w := fixture.CanonJSON(t, req.Body), fixture.CanonJSON(t, []byte(want)); g != w {
 				t.Errorf("body\n got %s\nwant %s", g, w)
 			}
 		})
@@ -181,22 +146,13 @@ func TestStreamEdges(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := streamOf(tt.body)
-			got, err := drain(t, s)
+			got, err := fixture.Drain(t, s)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("chunks\n got %+v\nwant %+v", got, tt.want)
 			}
-			if tt.errHas == "" {
-				if err != io.EOF {
-					t.Fatalf("end = %v, want io.EOF", err)
-				}
-				return
-			}
-			var pe *afloat.ProviderError
-			if !errors.As(err, &pe) || pe.Kind != tt.kind || pe.Status != 200 {
-				t.Fatalf("end = %v, want a %s *ProviderError with status 200", err, tt.kind)
-			}
-			if !strings.Contains(err.Error(), tt.errHas) || strings.Contains(err.Error(), testKey) {
-				t.Errorf("end = %v, want it to say %q and never the key", err, tt.errHas)
+			fixture.CheckEnd(t, err, tt.kind, tt.errHas)
+			if err != io.EOF && strings.Contains(err.Error(), testKey) {
+				t.Errorf("end = %v holds the key", err)
 			}
 		})
 	}
@@ -212,7 +168,7 @@ func TestStreamDeadlineMidBody(t *testing.T) {
 	}
 	defer s.Close()
 	start := time.Now()
-	chunks, err := drain(t, s)
+	chunks, err := fixture.Drain(t, s)
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("took %v to honour a 200ms deadline", el)
 	}

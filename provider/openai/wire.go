@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx"
 )
 
 // The wire types of POST /chat/completions (shared/reference/providers.md §3).
@@ -208,33 +209,14 @@ func encodeFor(req *afloat.Request, model string, stream bool, dialect string) (
 			return nil, fmt.Errorf("unknown response format %q", rf.Type)
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
-		return nil, fmt.Errorf("encode request: %w", err)
-	}
-	return buf.Bytes(), nil
+	return httpx.EncodeBody(w)
 }
 
 // errNoChoices: a 200 whose body parsed but held no answer.
 var errNoChoices = errors.New("response has no choices")
 
-// argumentsError says that the model's tool arguments are not a JSON object: the answer
-// breaks the contract, the provider is healthy.
-type argumentsError struct {
-	tool string
-	err  error
-}
-
-func (e *argumentsError) Error() string {
-	return fmt.Sprintf("tool %q: arguments are not a json object: %v", e.tool, e.err)
-}
-
-func (e *argumentsError) Unwrap() error { return e.err }
-
-// decodeResponse reads the body of a 200. It returns errNoChoices, an *argumentsError, or a
-// JSON error for a body that is not a completion.
+// decodeResponse reads the body of a 200. It returns errNoChoices, an *httpx.ArgumentsError,
+// or a JSON error for a body that is not a completion.
 func decodeResponse(body []byte) (*afloat.Response, error) {
 	var w chatResponse
 	if err := json.Unmarshal(body, &w); err != nil {
@@ -257,7 +239,7 @@ func decodeResponse(body []byte) (*afloat.Response, error) {
 	for _, tc := range ch.Message.ToolCalls {
 		args, err := parseArguments(tc.Function.Arguments)
 		if err != nil {
-			return nil, &argumentsError{tool: tc.Function.Name, err: err}
+			return nil, &httpx.ArgumentsError{Tool: tc.Function.Name, Err: err}
 		}
 		out.ToolCalls = append(out.ToolCalls, afloat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 	}
@@ -269,7 +251,8 @@ func decodeResponse(body []byte) (*afloat.Response, error) {
 
 // parseArguments turns the wire arguments into a JSON object. OpenAI sends a string holding
 // JSON; an object is accepted too, and an empty string or null reads as {} (a call without
-// arguments).
+// arguments). It is httpx.ObjectArguments but for its errors, which keep json's own account
+// of invalid JSON, and for returning a copy.
 func parseArguments(raw json.RawMessage) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {

@@ -1,13 +1,10 @@
 package yandex
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/afloat-dev/afloat"
@@ -44,10 +41,6 @@ const (
 	DefaultBaseURL = "https://llm.api.cloud.yandex.net"
 	completionPath = "/foundationModels/v1/completion"
 	defaultName    = "yandexgpt"
-	// maxBody bounds a whole answer read into memory; a larger one is treated as broken.
-	maxBody = 16 << 20
-	// maxErrorBody bounds what is read of an error response: its class needs only the head.
-	maxErrorBody = 64 << 10
 )
 
 // Client calls Yandex Foundation Models. It implements afloat.Provider and
@@ -74,13 +67,9 @@ func New(cfg Config) (*Client, error) {
 	if c.name == "" {
 		c.name = defaultName
 	}
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("yandex: %s: base url %q is not an absolute http(s) url", c.name, base)
+	base, err := httpx.AbsURL(cfg.BaseURL, DefaultBaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("yandex: %s: base url %w", c.name, err)
 	}
 	c.endpoint = strings.TrimRight(base, "/") + completionPath
 	switch {
@@ -123,17 +112,13 @@ func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Res
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	body, err := httpx.ReadBody(c.name, resp)
 	if err != nil {
-		return nil, httpx.TransportError(c.name, err)
-	}
-	if len(body) > maxBody {
-		return nil, c.bodyError(resp.StatusCode, fmt.Errorf("response body exceeds %d bytes", maxBody))
+		return nil, err
 	}
 	out, err := decodeResponse(body, model)
 	if err != nil {
-		return nil, c.decodeFailure(resp.StatusCode, err)
+		return nil, httpx.DecodeError(c.name, resp.StatusCode, err)
 	}
 	return out, nil
 }
@@ -141,7 +126,7 @@ func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Res
 // encode renders req and returns the model URI it names.
 func (c *Client) encode(req *afloat.Request, stream bool) ([]byte, string, error) {
 	if req == nil {
-		return nil, "", c.contractError(errors.New("nil request"))
+		return nil, "", httpx.ContractError(c.name, errors.New("nil request"))
 	}
 	model := req.Model
 	if model == "" {
@@ -149,7 +134,7 @@ func (c *Client) encode(req *afloat.Request, stream bool) ([]byte, string, error
 	}
 	payload, err := encodeRequest(req, model, stream)
 	if err != nil {
-		return nil, "", c.contractError(err)
+		return nil, "", httpx.ContractError(c.name, err)
 	}
 	return payload, model, nil
 }
@@ -157,12 +142,11 @@ func (c *Client) encode(req *afloat.Request, stream bool) ([]byte, string, error
 // send posts a rendered request and returns a response with a 2xx status; any other outcome
 // is returned as a classified error, with the body already drained and closed.
 func (c *Client) send(ctx context.Context, payload []byte) (*http.Response, error) {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(payload))
+	// A stream too is JSON lines, not server-sent events: Accept stays application/json.
+	hreq, err := httpx.NewJSONRequest(ctx, c.endpoint, payload, false)
 	if err != nil {
-		return nil, c.contractError(err)
+		return nil, httpx.ContractError(c.name, err)
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
 	hreq.Header.Set("Authorization", c.auth)
 	if c.folderID != "" {
 		hreq.Header.Set("X-Folder-Id", c.folderID)
@@ -171,14 +155,5 @@ func (c *Client) send(ctx context.Context, payload []byte) (*http.Response, erro
 	if err != nil {
 		return nil, httpx.TransportError(c.name, err)
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return nil, c.statusError(resp.StatusCode, resp.Header, body)
-}
-
-func (c *Client) contractError(err error) *afloat.ProviderError {
-	return &afloat.ProviderError{Provider: c.name, Kind: afloat.Contract, Err: err}
+	return httpx.CheckStatus(resp, c.statusError)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx/fixture"
 )
 
 func TestNew(t *testing.T) {
@@ -150,7 +151,7 @@ func TestCompleteRequestShape(t *testing.T) {
 					t.Errorf("header %s sent", k)
 				}
 			}
-			if g, w := canonJSON(t, got.Body), canonJSON(t, []byte(tt.wantBody)); g != w {
+			if g, w := fixture.CanonJSON(t, got.Body), fixture.CanonJSON(t, []byte(tt.wantBody)); g != w {
 				t.Errorf("body\n got %s\nwant %s", g, w)
 			}
 		})

@@ -1,9 +1,7 @@
 package yandex
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"regexp"
 	"strings"
@@ -66,10 +64,6 @@ func (e apiError) quota() string {
 	return ""
 }
 
-// periodQuotas are the last segments of quota identifiers that reset over a day or more:
-// no wait within a call's deadline cures them.
-var periodQuotas = map[string]bool{"day": true, "daily": true, "month": true, "monthly": true}
-
 // label is the code to report: the quota a 429 names, else the gRPC code's name.
 func (e apiError) label() string {
 	if q := e.quota(); q != "" {
@@ -78,61 +72,31 @@ func (e apiError) label() string {
 	return grpcNames[e.grpcCode]
 }
 
-// kindOf classifies a non-2xx status by shared/reference/providers.md §0 and §2. A 429
-// is Throttled (a rate or concurrency quota) unless the quota it names resets by the day or
-// month: Unusable. A 401 is Unusable: the key or token is used as given, there is nothing
-// to refresh.
-func kindOf(status int, e apiError) afloat.Kind {
-	switch {
-	case status == http.StatusTooManyRequests:
-		q := e.quota()
-		if i := strings.LastIndexByte(q, '.'); i >= 0 && periodQuotas[q[i+1:]] {
-			return afloat.Unusable
-		}
-		return afloat.Throttled
-	case status == http.StatusUnauthorized, status == http.StatusPaymentRequired, status == http.StatusForbidden:
-		return afloat.Unusable
-	case status == http.StatusRequestTimeout, status >= 500:
-		return afloat.Unavailable
-	case status >= 400:
-		return afloat.Contract
-	}
-	return afloat.Unavailable
+// periodQuotas are the last segments of quota identifiers that reset over a day or more:
+// no wait within a call's deadline cures them.
+var periodQuotas = map[string]bool{"day": true, "daily": true, "month": true, "monthly": true}
+
+// spent reports whether the quota a 429 names resets by the day or month.
+func (e apiError) spent() bool {
+	q := e.quota()
+	i := strings.LastIndexByte(q, '.')
+	return i >= 0 && periodQuotas[q[i+1:]]
 }
 
-// statusError classifies a response whose status is not 2xx.
+// statusError classifies a response whose status is not 2xx by
+// shared/reference/providers.md §0 and §2. A 429 is Throttled (a rate or concurrency quota)
+// unless the quota it names resets by the day or month: Unusable. A 401 is Unusable: the key
+// or token is used as given, there is nothing to refresh.
 func (c *Client) statusError(status int, h http.Header, body []byte) *afloat.ProviderError {
 	e, ok := parseErrorBody(body)
-	pe := &afloat.ProviderError{
+	return &afloat.ProviderError{
 		Provider:   c.name,
 		Status:     status,
-		Kind:       kindOf(status, e),
+		Kind:       httpx.StatusKind(status, e.spent()),
 		Code:       e.label(),
 		RetryAfter: httpx.RetryAfter(h, c.clock.Now()),
+		Err:        httpx.StatusCause(ok, e.message, body, c.quote),
 	}
-	switch {
-	case ok && e.message != "":
-		pe.Err = errors.New(c.quote(e.message))
-	case !ok && len(bytes.TrimSpace(body)) > 0:
-		pe.Err = errors.New("unexpected body: " + c.quote(string(body)))
-	}
-	return pe
-}
-
-// bodyError is a 2xx whose body is unusable: the provider failed to answer.
-func (c *Client) bodyError(status int, err error) *afloat.ProviderError {
-	return &afloat.ProviderError{Provider: c.name, Status: status, Kind: afloat.Unavailable, Err: err}
-}
-
-// decodeFailure classifies an error of decoding a 200: bad arguments are Contract, the rest
-// Unavailable.
-func (c *Client) decodeFailure(status int, err error) *afloat.ProviderError {
-	pe := c.bodyError(status, err)
-	var ae *argumentsError
-	if errors.As(err, &ae) {
-		pe.Kind = afloat.Contract
-	}
-	return pe
 }
 
 // quote prepares a provider's text for an error, without the key or token. Yandex quotes a

@@ -1,7 +1,6 @@
 package yandex
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -36,28 +35,9 @@ func TestErrorClasses(t *testing.T) {
 		t.Run(tt.fixture, func(t *testing.T) {
 			srv := replay(t, tt.fixture)
 			c := newClient(t, srv.URL, nil)
-			for _, call := range []struct {
-				name string
-				do   func() error
-			}{
-				{"complete", func() error { _, err := c.Complete(t.Context(), hello); return err }},
-				{"stream", func() error { _, err := c.Stream(t.Context(), hello); return err }},
-			} {
-				err := call.do()
-				var pe *afloat.ProviderError
-				if !errors.As(err, &pe) {
-					t.Fatalf("%s: err = %v (%T), want *afloat.ProviderError", call.name, err, err)
-				}
-				if pe.Provider != "yandexgpt" || pe.Status != tt.status || pe.Kind != tt.kind || pe.Code != tt.code || pe.Timeout {
-					t.Errorf("%s: provider, status, kind, code = %s, %d, %s, %q; want yandexgpt, %d, %s, %q",
-						call.name, pe.Provider, pe.Status, pe.Kind, pe.Code, tt.status, tt.kind, tt.code)
-				}
-				if pe.RetryAfter != tt.retryAfter || pe.Transient() != tt.transient {
-					t.Errorf("%s: RetryAfter, Transient = %v, %v; want %v, %v", call.name, pe.RetryAfter, pe.Transient(), tt.retryAfter, tt.transient)
-				}
-				if !strings.Contains(err.Error(), tt.errHas) || len(err.Error()) > 400 {
-					t.Errorf("%s: error %q does not quote %q briefly", call.name, err, tt.errHas)
-				}
+			for _, call := range fixture.Calls(t.Context(), c, hello) {
+				fixture.CheckError(t, call.Name, call.Do(), fixture.WantError{Provider: "yandexgpt", Status: tt.status, Kind: tt.kind,
+					Code: tt.code, RetryAfter: tt.retryAfter, Transient: tt.transient, Has: tt.errHas})
 			}
 		})
 	}

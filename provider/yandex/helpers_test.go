@@ -51,30 +51,6 @@ func newClient(t testing.TB, baseURL string, mod func(*Config)) *Client {
 	return c
 }
 
-func canonJSON(t testing.TB, b []byte) string {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("not json: %v: %s", err, b)
-	}
-	out, _ := json.Marshal(v)
-	return string(out)
-}
-
-func drain(t *testing.T, s afloat.Stream) ([]afloat.Chunk, error) {
-	t.Helper()
-	var chunks []afloat.Chunk
-	for range 1000 {
-		ch, err := s.Recv()
-		if err != nil {
-			return chunks, err
-		}
-		chunks = append(chunks, ch)
-	}
-	t.Fatal("stream never ended")
-	return nil, nil
-}
-
 // streamOf reads a JSON-lines body as the stream of a 200.
 func streamOf(body string) *stream {
 	c, err := New(Config{APIKey: testKey, ModelURI: modelURI})

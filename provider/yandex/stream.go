@@ -1,14 +1,11 @@
 package yandex
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/internal/httpx"
@@ -36,73 +33,38 @@ func (c *Client) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream
 // whole answer so far, so the bound is an answer's.
 const maxLine = 16 << 20
 
-// stream reads one answer. It is not safe for concurrent use, except that Close may be
-// called from another goroutine to abort a blocked Recv.
+// stream reads one answer: httpx.Stream runs the loop, the methods below decode the lines.
+// It is not safe for concurrent use, except that Close may be called from another goroutine
+// to abort a blocked Recv.
 type stream struct {
-	c         *Client
-	status    int
-	body      io.ReadCloser
-	lines     *httpx.EventReader
-	text      string // the text so far
-	finished  bool
-	eof       bool
-	err       error
-	closeOnce sync.Once
+	*httpx.Stream
+	c        *Client
+	status   int
+	text     string // the text so far
+	finished bool
 }
 
 func newStream(c *Client, resp *http.Response) *stream {
-	return &stream{c: c, status: resp.StatusCode, body: resp.Body, lines: httpx.NewEventReader(resp.Body, maxLine)}
+	s := &stream{c: c, status: resp.StatusCode}
+	s.Stream = &httpx.Stream{Provider: c.name, Response: resp, Next: httpx.NewEventReader(resp.Body, maxLine).Next,
+		MaxLine: maxLine, End: "a final status", Decoder: s}
+	return s
 }
 
-func (s *stream) Close() error {
-	s.closeOnce.Do(func() { s.body.Close() })
-	return nil
-}
+// Finished reports whether a line with a final status was seen.
+func (s *stream) Finished() bool { return s.finished }
 
-func (s *stream) Recv() (afloat.Chunk, error) {
-	for {
-		if s.err != nil {
-			return afloat.Chunk{}, s.err
-		}
-		if s.eof {
-			return afloat.Chunk{}, io.EOF
-		}
-		ev, err := s.lines.Next()
-		switch {
-		case errors.Is(err, io.EOF) && s.finished:
-			s.eof = true
-			continue
-		case errors.Is(err, io.EOF):
-			s.err = s.c.bodyError(s.status, fmt.Errorf("stream ended before a final status: %w", io.ErrUnexpectedEOF))
-			continue
-		case errors.Is(err, bufio.ErrTooLong):
-			s.err = s.c.bodyError(s.status, fmt.Errorf("stream line exceeds %d bytes: %w", maxLine, err))
-			continue
-		case err != nil:
-			s.err = httpx.TransportError(s.c.name, err)
-			continue
-		}
-		ch, emit, err := s.handle(ev.Data)
-		if err != nil {
-			s.err = err
-			continue
-		}
-		if emit {
-			return ch, nil
-		}
-	}
-}
-
-// handle turns one line into a chunk; emit is false when the line added nothing.
-func (s *stream) handle(line []byte) (afloat.Chunk, bool, error) {
+// Decode turns one line into a chunk; emit is false when the line added nothing.
+func (s *stream) Decode(ev httpx.Event) (afloat.Chunk, bool, error) {
+	line := ev.Data
 	if e, ok := parseErrorBody(line); ok {
-		pe := s.c.bodyError(s.status, errors.New("error line: "+s.c.quote(e.message)))
+		pe := httpx.BodyError(s.c.name, s.status, errors.New("error line: "+s.c.quote(e.message)))
 		pe.Code = e.label()
 		return afloat.Chunk{}, false, pe
 	}
 	r, err := decodeResult(line)
 	if err != nil {
-		return afloat.Chunk{}, false, s.c.bodyError(s.status, fmt.Errorf("decode stream line: %w", err))
+		return afloat.Chunk{}, false, httpx.BodyError(s.c.name, s.status, fmt.Errorf("decode stream line: %w", err))
 	}
 	if s.finished {
 		return afloat.Chunk{}, false, nil // a line after the final one adds nothing
@@ -117,16 +79,14 @@ func (s *stream) handle(line []byte) (afloat.Chunk, bool, error) {
 	case alt.Message.ToolCallList != nil && text == "":
 		// A tool call line carries no text.
 	default:
-		return afloat.Chunk{}, false, s.c.bodyError(s.status, errors.New("stream line rewrote the text before it"))
+		return afloat.Chunk{}, false, httpx.BodyError(s.c.name, s.status, errors.New("stream line rewrote the text before it"))
 	}
 	if fin := finishReason(alt.Status); fin != "" {
 		s.finished = true
 		ch.FinishReason = fin
 		calls, err := toolCalls(alt.Message.ToolCallList)
 		if err != nil {
-			pe := s.c.bodyError(s.status, err)
-			pe.Kind = afloat.Contract
-			return afloat.Chunk{}, false, pe
+			return afloat.Chunk{}, false, httpx.DecodeError(s.c.name, s.status, err)
 		}
 		if len(calls) > 0 {
 			ch.ToolCalls, ch.FinishReason = calls, "tool_calls"

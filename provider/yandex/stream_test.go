@@ -2,13 +2,12 @@ package yandex
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx/fixture"
 )
 
 func TestStreamFixtures(t *testing.T) {
@@ -39,41 +38,14 @@ func TestStreamFixtures(t *testing.T) {
 			if body := string(srv.Last(t, completionPath).Body); !strings.Contains(body, `"stream":true`) {
 				t.Errorf("request body %s does not ask for a stream", body)
 			}
-			chunks, err := drain(t, s)
-			var deltas []string
-			var finish string
-			var calls []afloat.ToolCall
-			var usage *afloat.Usage
-			for _, ch := range chunks {
-				if ch.Delta != "" {
-					deltas = append(deltas, ch.Delta)
-				}
-				if ch.FinishReason != "" {
-					finish = ch.FinishReason
-				}
-				calls = append(calls, ch.ToolCalls...)
-				if ch.Usage != nil {
-					usage = ch.Usage
-				}
-				if reflect.DeepEqual(ch, afloat.Chunk{}) {
-					t.Error("an empty chunk was returned")
-				}
+			chunks, err := fixture.Drain(t, s)
+			got := fixture.Assemble(chunks)
+			clearIDs(t, got.Calls)
+			want := fixture.Answer{Deltas: tt.deltas, Finish: tt.finish, Calls: tt.calls, Usage: tt.usage}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("answer\n got %+v\nwant %+v", got, want)
 			}
-			clearIDs(t, calls)
-			if !reflect.DeepEqual(deltas, tt.deltas) || finish != tt.finish || !reflect.DeepEqual(calls, tt.calls) || !reflect.DeepEqual(usage, tt.usage) {
-				t.Errorf("got deltas %q, finish %q, calls %+v, usage %+v\nwant %q, %q, %+v, %+v",
-					deltas, finish, calls, usage, tt.deltas, tt.finish, tt.calls, tt.usage)
-			}
-			if tt.errHas == "" {
-				if err != io.EOF {
-					t.Fatalf("end = %v, want io.EOF", err)
-				}
-				return
-			}
-			var pe *afloat.ProviderError
-			if !errors.As(err, &pe) || pe.Kind != afloat.Unavailable || pe.Status != 200 || !strings.Contains(err.Error(), tt.errHas) {
-				t.Fatalf("end = %v, want an unavailable error with status 200 saying %q", err, tt.errHas)
-			}
+			fixture.CheckEnd(t, err, afloat.Unavailable, tt.errHas)
 		})
 	}
 }
@@ -105,20 +77,11 @@ func TestStreamEdges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := drain(t, streamOf(tt.body))
+			got, err := fixture.Drain(t, streamOf(tt.body))
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("chunks\n got %+v\nwant %+v", got, tt.want)
 			}
-			if tt.errHas == "" {
-				if err != io.EOF {
-					t.Fatalf("end = %v, want io.EOF", err)
-				}
-				return
-			}
-			var pe *afloat.ProviderError
-			if !errors.As(err, &pe) || pe.Kind != tt.kind || !strings.Contains(err.Error(), tt.errHas) {
-				t.Fatalf("end = %v, want a %s error saying %q", err, tt.kind, tt.errHas)
-			}
+			fixture.CheckEnd(t, err, tt.kind, tt.errHas)
 		})
 	}
 }

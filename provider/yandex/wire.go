@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/internal/httpx"
 )
 
 // The wire types of POST /foundationModels/v1/completion (shared/reference/providers.md §2).
@@ -196,13 +197,7 @@ func encodeRequest(req *afloat.Request, modelURI string, stream bool) ([]byte, e
 			return nil, fmt.Errorf("unknown response format %q", rf.Type)
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
-		return nil, fmt.Errorf("encode request: %w", err)
-	}
-	return buf.Bytes(), nil
+	return httpx.EncodeBody(w)
 }
 
 // encodeMessages renders the conversation: an assistant turn with calls as a toolCallList
@@ -281,19 +276,6 @@ func finishReason(status string) string {
 // errNoAlternatives: a 200 whose body parsed but held no answer.
 var errNoAlternatives = errors.New("response has no alternatives")
 
-// argumentsError says that tool arguments are not a JSON object: the answer breaks the
-// contract, the provider is healthy.
-type argumentsError struct {
-	tool string
-	err  error
-}
-
-func (e *argumentsError) Error() string {
-	return fmt.Sprintf("tool %q: arguments are not a json object: %v", e.tool, e.err)
-}
-
-func (e *argumentsError) Unwrap() error { return e.err }
-
 // decodeResult unwraps a body or a stream line into its result.
 func decodeResult(body []byte) (*result, error) {
 	var w completionResponse
@@ -311,7 +293,7 @@ func decodeResult(body []byte) (*result, error) {
 }
 
 // decodeResponse reads the body of a 200. It returns errNoAlternatives, an
-// *argumentsError, or a JSON error.
+// *httpx.ArgumentsError, or a JSON error.
 func decodeResponse(body []byte, model string) (*afloat.Response, error) {
 	r, err := decodeResult(body)
 	if err != nil {
@@ -338,39 +320,13 @@ func toolCalls(list *toolCallList) ([]afloat.ToolCall, error) {
 	}
 	var out []afloat.ToolCall
 	for _, tc := range list.ToolCalls {
-		args, err := objectArguments(tc.FunctionCall.Arguments)
+		args, err := httpx.ObjectArguments(tc.FunctionCall.Arguments)
 		if err != nil {
-			return nil, &argumentsError{tool: tc.FunctionCall.Name, err: err}
+			return nil, &httpx.ArgumentsError{Tool: tc.FunctionCall.Name, Err: err}
 		}
 		var b [8]byte
 		rand.Read(b[:])
 		out = append(out, afloat.ToolCall{ID: "call_" + hex.EncodeToString(b[:]), Name: tc.FunctionCall.Name, Arguments: args})
 	}
 	return out, nil
-}
-
-// objectArguments checks that arguments are a JSON object (a string holding one is
-// accepted); absent or null reads as {}.
-func objectArguments(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return json.RawMessage("{}"), nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, err
-		}
-		raw = bytes.TrimSpace([]byte(s))
-		if len(raw) == 0 {
-			return json.RawMessage("{}"), nil
-		}
-	}
-	if raw[0] != '{' {
-		return nil, errors.New("not an object")
-	}
-	if !json.Valid(raw) {
-		return nil, errors.New("invalid json")
-	}
-	return raw, nil
 }

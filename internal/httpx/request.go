@@ -1,0 +1,88 @@
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/afloat-dev/afloat"
+)
+
+const (
+	// MaxBody bounds a whole answer read into memory; a larger one is treated as broken.
+	MaxBody = 16 << 20
+	// MaxErrorBody bounds what is read of an error response: its class needs only the head.
+	MaxErrorBody = 64 << 10
+)
+
+// AbsURL returns raw, or def when raw is empty, checked to be an absolute http(s) URL. The
+// error quotes the URL, which must therefore hold no credentials.
+func AbsURL(raw, def string) (string, error) {
+	if raw == "" {
+		raw = def
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%q is not an absolute http(s) url", raw)
+	}
+	return raw, nil
+}
+
+// NewJSONRequest builds a POST of a JSON payload to url, accepting server-sent events when
+// stream is set and JSON otherwise. The caller adds its credentials.
+func NewJSONRequest(ctx context.Context, url string, payload []byte, stream bool) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	return req, nil
+}
+
+// CheckStatus returns resp when its status is 2xx, for the caller to read and close. Any
+// other response is drained of its head (at most MaxErrorBody bytes), closed, and returned
+// as the error statusError makes of its status, headers and head.
+func CheckStatus(resp *http.Response, statusError func(status int, h http.Header, body []byte) *afloat.ProviderError) (*http.Response, error) {
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxErrorBody))
+	return nil, statusError(resp.StatusCode, resp.Header, body)
+}
+
+// ReadBody reads and closes the body of a 2xx response. A read that fails is a
+// TransportError; a body over MaxBody bytes is a BodyError.
+func ReadBody(provider string, resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
+	if err != nil {
+		return nil, TransportError(provider, err)
+	}
+	if len(body) > MaxBody {
+		return nil, BodyError(provider, resp.StatusCode, fmt.Errorf("response body exceeds %d bytes", MaxBody))
+	}
+	return body, nil
+}
+
+// EncodeBody renders a request body as JSON. <, > and & are written as they are, not escaped
+// for HTML: the text goes to a model, which should read what the user wrote. An error (a
+// value that cannot be JSON, such as tool parameters that are not) says "encode request".
+func EncodeBody(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	return buf.Bytes(), nil
+}
