@@ -64,9 +64,7 @@ func (s *SQLite) Enqueue(ctx context.Context, item *Item) (string, error) {
 
 	select {
 	case s.turn <- struct{}{}:
-		if req.state.Load() == reqWaiting {
-			s.commitPending()
-		}
+		s.commitUntilTaken(req)
 		<-s.turn
 	case <-req.done:
 	case <-ctx.Done():
@@ -101,6 +99,16 @@ func newEnqueueReq(item *Item, now time.Time) (*enqueueReq, error) {
 	vj, _ := json.Marshal(versions)
 	r.attempts, r.versions = string(aj), string(vj)
 	return r, nil
+}
+
+// commitUntilTaken commits batches until req is taken. One commit takes at most maxBatch
+// items: a leader whose own item lies further back must commit again, since nobody else
+// would (the callers ahead of it were answered by its first commit). The caller holds the
+// commit turn.
+func (s *SQLite) commitUntilTaken(req *enqueueReq) {
+	for req.state.Load() == reqWaiting {
+		s.commitPending()
+	}
 }
 
 // commitPending commits the pending requests (up to maxBatch) in one transaction. The caller

@@ -395,3 +395,39 @@ func TestSQLiteAbandonedEnqueue(t *testing.T) {
 		t.Fatalf("stored %v, want first and third only", texts)
 	}
 }
+
+// TestLeaderBeyondOneBatchCommitsItsOwnItem: a commit takes at most maxBatch items; a leader
+// whose own item lies beyond them commits again instead of waiting for a commit nobody would
+// make.
+func TestLeaderBeyondOneBatchCommitsItsOwnItem(t *testing.T) {
+	ctx := context.Background()
+	s := openSQLite(t, filepath.Join(t.TempDir(), "afloat.db"), Options{})
+	var reqs []*enqueueReq
+	for i := range maxBatch + 5 {
+		r, err := newEnqueueReq(modItem("acme", strconv.Itoa(i)), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, r)
+	}
+	s.pendMu.Lock()
+	s.pending = append(s.pending, reqs...)
+	s.pendMu.Unlock()
+	leader := reqs[len(reqs)-1]
+	s.turn <- struct{}{}
+	s.commitUntilTaken(leader)
+	<-s.turn
+	select {
+	case <-leader.done:
+	default:
+		t.Fatalf("the leader's item (%d of %d) was left pending", len(reqs), maxBatch)
+	}
+	for _, r := range reqs {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if _, err := s.Get(ctx, "acme", r.id); err != nil {
+			t.Fatalf("item %s not stored: %v", r.id, err)
+		}
+	}
+}

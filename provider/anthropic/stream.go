@@ -177,7 +177,12 @@ func (s *stream) finish(stopReason string) (afloat.Chunk, bool, error) {
 			continue
 		}
 		if s.answer(b) {
-			ch.FinishReason = "stop"
+			// The forced answer tool is the answer, not a call: "tool_use" reads as a
+			// finished answer, but "max_tokens" stays "length" (a cut answer). A tool_use
+			// block with no input deltas had the input {}: that is the answer given.
+			if stopReason == "tool_use" {
+				ch.FinishReason = "stop"
+			}
 			if !s.answered {
 				ch.Delta = "{}"
 			}

@@ -292,7 +292,9 @@ func decodeResponse(body []byte, answerTool string) (*afloat.Response, error) {
 			if answerTool != "" && b.Name == answerTool {
 				text.Reset()
 				text.Write(args)
-				out.FinishReason = "stop"
+				if w.StopReason == "tool_use" {
+					out.FinishReason = "stop" // the answer tool is the answer; max_tokens stays length
+				}
 				continue
 			}
 			out.ToolCalls = append(out.ToolCalls, afloat.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
