@@ -86,11 +86,16 @@ func (c *Contract) Check(text string) (json.RawMessage, error) {
 }
 
 // Validate checks an already decoded JSON document (as encoding/json encodes a value of the
-// caller's type) against the schema, as it is: no step of the pipeline runs.
+// caller's type, or as an operator wrote it) against the schema, as it is: no step of the
+// pipeline runs. An object that holds a key twice is refused at StageSchema, as Normalize
+// refuses it.
 func (c *Contract) Validate(doc json.RawMessage) error {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return &afloat.ContractError{Stage: StageRepair, Details: []string{err.Error()}, Err: err}
+	}
+	if dup := duplicateKey(string(doc)); dup != "" {
+		return &afloat.ContractError{Stage: StageSchema, Details: []string{dup}, Err: errors.New(dup)}
 	}
 	if verr := c.validate(v); verr != nil {
 		return verr
@@ -115,9 +120,11 @@ func (c *Contract) validate(v any) *afloat.ContractError {
 const (
 	// StageExtract: the answer holds no JSON object or array.
 	StageExtract = "extract"
-	// StageRepair: the JSON found does not parse, even repaired.
+	// StageRepair: the JSON found does not parse, even repaired, or it is cut off in the
+	// middle of a value, whose end repair would have to make up.
 	StageRepair = "repair"
-	// StageSchema: valid JSON that does not fit the schema, even renamed and coerced.
+	// StageSchema: valid JSON that does not fit the schema, even renamed and coerced, or
+	// that gives a key twice in one object (also once renamed).
 	StageSchema = "schema"
 )
 
@@ -139,10 +146,16 @@ type Outcome struct {
 // §5: locate the JSON in it (code fences, preamble and trailing prose dropped; a JSON string
 // that holds JSON is unwrapped first), repair it when it does not parse (trailing commas,
 // single and typographic quotes, unquoted keys, comments, Python literals, missing closers;
-// only the first value counts: several are never merged), and validate it. A value that does
-// not fit as it is has its keys renamed (see WithSynonyms and fold) and its scalars coerced
-// where the schema is unambiguous (see coerce), and is validated again: nothing is dropped
-// to make it fit, so an extra field where the schema forbids extras stays a violation.
+// only the first value counts: several are never merged), and validate it. A truncated
+// answer is completed only when it stops right after a complete value (a closed string,
+// object or array, true, false or null, or a comma after one): one cut inside a string, a
+// literal or after a number ("0." or "0.9", which may have been "0.95") is refused at
+// StageRepair. An object that holds a key twice is refused at StageSchema, before and after
+// repair: no value is chosen over the other. A value that does not fit as it is has its keys
+// renamed (see WithSynonyms and fold) and its scalars coerced where the schema is unambiguous
+// (see coerce), and is validated again: nothing is dropped, merged or overwritten to make it
+// fit, so an extra field where the schema forbids extras stays a violation, and two keys that
+// name one property ("department" and "категория") are refused as a duplicate.
 func (c *Contract) Normalize(text string) Outcome {
 	var out Outcome
 	trimmed := strings.TrimSpace(text)
@@ -160,6 +173,10 @@ func (c *Contract) Normalize(text string) Outcome {
 	}
 	v, err := jsonschema.UnmarshalJSON(strings.NewReader(span))
 	if err != nil {
+		if cut := truncation(span); cut != "" {
+			out.Err = &afloat.ContractError{Stage: StageRepair, Details: []string{cut}, Err: errors.New(cut)}
+			return out
+		}
 		repaired, rerr := repair(span)
 		if rerr == nil {
 			v, rerr = jsonschema.UnmarshalJSON(strings.NewReader(repaired))
@@ -171,6 +188,10 @@ func (c *Contract) Normalize(text string) Outcome {
 		}
 		span = repaired
 		out.Steps |= StepRepair
+	}
+	if dup := duplicateKey(span); dup != "" {
+		out.Err = &afloat.ContractError{Stage: StageSchema, Details: []string{dup}, Err: errors.New(dup)}
+		return out
 	}
 	verr := c.validate(v)
 	if verr == nil {
@@ -184,6 +205,11 @@ func (c *Contract) Normalize(text string) Outcome {
 	}
 	if t.coerced {
 		out.Steps |= StepCoerce
+	}
+	if len(t.dups) > 0 {
+		slices.Sort(t.dups)
+		out.Err = &afloat.ContractError{Stage: StageSchema, Details: t.dups, Err: errors.New(strings.Join(t.dups, "; "))}
+		return out
 	}
 	if !t.renamed && !t.coerced {
 		out.Err = verr

@@ -11,12 +11,15 @@
 //     and trailing prose in any language, a byte-order mark, a JSON string around it;
 //  2. repair it when it does not parse (github.com/kaptinlin/jsonrepair: trailing commas,
 //     single and typographic quotes, unquoted keys, comments, Python literals, missing
-//     closers), never merging several values into one;
+//     closers), never merging several values into one, and never making up the end of a
+//     value a truncated answer was cut inside;
 //  3. rename keys by the synonyms and by case, accent, underscore, hyphen and camelCase
 //     variants of the schema's property names;
-//  4. coerce scalars where the schema is unambiguous ("0.8" → 0.8, "да" → true);
+//  4. coerce scalars where the schema is unambiguous ("0.8" → 0.8, "да" → true; not
+//     "1,000" or "2.500", where the separator may group thousands);
 //  5. validate against the schema (github.com/santhosh-tekuri/jsonschema). Nothing is
-//     dropped to make an answer fit.
+//     dropped, merged or overwritten to make an answer fit: an object with a key twice
+//     (as written, or once renamed) is refused.
 //
 // Rename and coerce only touch an answer that does not fit as it is, so valid JSON that fits
 // comes out byte for byte.

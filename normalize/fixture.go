@@ -165,6 +165,9 @@ func ParseFixture(name, output, want string) (Fixture, error) {
 		if !json.Valid([]byte(body)) {
 			return f, errors.New("the expected result is not valid JSON")
 		}
+		if dup := duplicateKey(body); dup != "" {
+			return f, fmt.Errorf("the expected result has a duplicate key: %s", dup)
+		}
 		f.Want = json.RawMessage(strings.TrimSpace(body))
 	}
 	return f, nil
@@ -229,8 +232,15 @@ func (f Fixture) problem(out Outcome) string {
 	return ""
 }
 
-// sameJSON compares two JSON texts as values: numbers by value, key order aside.
+// sameJSON compares two JSON texts as values: numbers by value, key order aside. A text
+// with a duplicate key is an error, not a value: decoding would keep one of the two.
 func sameJSON(a, b []byte) (bool, error) {
+	if dup := duplicateKey(string(a)); dup != "" {
+		return false, fmt.Errorf("result %s: %s", a, dup)
+	}
+	if dup := duplicateKey(string(b)); dup != "" {
+		return false, fmt.Errorf("expected %s: %s", b, dup)
+	}
 	var va, vb any
 	if err := json.NewDecoder(bytes.NewReader(a)).Decode(&va); err != nil {
 		return false, fmt.Errorf("result %s: %w", a, err)

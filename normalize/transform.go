@@ -2,7 +2,9 @@ package normalize
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -28,9 +30,13 @@ func fold(s string) string {
 }
 
 // transformer renames keys and coerces scalars in a decoded value, following its shape, and
-// records which of the two changed anything.
+// records which of the two changed anything, and the objects that give a property twice.
 type transformer struct {
 	renamed, coerced bool
+	// dups are details of objects with two keys for one property ("department" and
+	// "категория", or "dept" and "категория"), which rename would have to choose between.
+	dups []string
+	path []string // where the walk is, as a JSON pointer's parts
 }
 
 // value returns v transformed; maps and slices are changed in place.
@@ -47,7 +53,9 @@ func (t *transformer) value(v any, sh *shape) any {
 			if i < len(sh.prefix) {
 				is = sh.prefix[i]
 			}
+			t.path = append(t.path, strconv.Itoa(i))
 			x[i] = t.value(it, is)
+			t.path = t.path[:len(t.path)-1]
 		}
 	default:
 		if c, ok := coerce(v, sh); ok {
@@ -59,13 +67,13 @@ func (t *transformer) value(v any, sh *shape) any {
 }
 
 // object renames the keys of m that are not properties of sh but fold to exactly one
-// property that m lacks, then transforms every property's value. A key whose target is
-// present already, or that another key of m folds to as well, is left as it is: nothing is
-// merged or dropped, and the validator says what is wrong.
+// property that m lacks, then transforms every property's value. A property given twice (a
+// key that folds to a property m holds already, or two keys that fold to one property) is
+// recorded in t.dups and left as it is: nothing is merged, overwritten or dropped.
 func (t *transformer) object(m map[string]any, sh *shape) {
 	if len(sh.fold) > 0 {
 		var from []string
-		targets := map[string]int{}
+		targets := map[string][]string{}
 		for k := range m {
 			if _, ok := sh.props[k]; ok {
 				continue
@@ -73,14 +81,26 @@ func (t *transformer) object(m map[string]any, sh *shape) {
 			if p, ok := sh.fold[fold(k)]; ok {
 				if _, taken := m[p]; !taken {
 					from = append(from, k)
-					targets[p]++
 				}
+				targets[p] = append(targets[p], k)
 			}
+		}
+		for p, ks := range targets {
+			_, taken := m[p]
+			if !taken && len(ks) == 1 {
+				continue
+			}
+			slices.Sort(ks)
+			if taken {
+				ks = append([]string{p}, ks...)
+			}
+			loc := "/" + strings.Join(t.path, "/")
+			t.dups = append(t.dups, fmt.Sprintf("at %s: duplicate key '%s' (given as '%s')", loc, p, strings.Join(ks, "' and '")))
 		}
 		slices.Sort(from)
 		for _, k := range from {
 			p := sh.fold[fold(k)]
-			if targets[p] != 1 {
+			if len(targets[p]) != 1 {
 				continue
 			}
 			m[p] = m[k]
@@ -90,7 +110,9 @@ func (t *transformer) object(m map[string]any, sh *shape) {
 	}
 	for k, v := range m {
 		if ps, ok := sh.props[k]; ok {
+			t.path = append(t.path, k)
 			m[k] = t.value(v, ps)
+			t.path = t.path[:len(t.path)-1]
 		}
 	}
 }
@@ -154,9 +176,15 @@ func enumString(s string, sh *shape) (any, bool) {
 	return nil, false
 }
 
-// number reads a decimal number as JSON writes it, or with a decimal comma ("0,8"; not
-// "1,000", which may be a thousands separator).
+// number reads a decimal number as JSON writes it, or with a decimal comma ("0,8"). A
+// separator that may group thousands as well makes the string ambiguous, so it is not read:
+// "1,000" (one thousand in English), and "2.500" (two thousand five hundred in Portuguese
+// and Russian), that is one to three digits other than a lone 0, a dot and exactly three
+// digits. "0.500", "2.5" and "1234.567" are read.
 func number(s string) (json.Number, bool) {
+	if thousandsDot(s) {
+		return "", false
+	}
 	if i := strings.IndexByte(s, ','); i >= 0 {
 		frac := s[i+1:]
 		if len(frac) == 0 || len(frac) == 3 || strings.ContainsAny(frac, ",.") {
@@ -168,6 +196,24 @@ func number(s string) (json.Number, bool) {
 		return "", false
 	}
 	return json.Number(s), true
+}
+
+// thousandsDot reports whether s is an optionally signed integer part of one to three
+// digits, not 0, a dot and exactly three digits: a dot that may be a thousands separator.
+func thousandsDot(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	whole, frac, ok := strings.Cut(s, ".")
+	return ok && len(whole) >= 1 && len(whole) <= 3 && whole != "0" && len(frac) == 3 &&
+		allDigits(whole) && allDigits(frac)
+}
+
+func allDigits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // yesNo reads a yes or no word, in English, Russian or Portuguese.

@@ -1,0 +1,162 @@
+package normalize
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// token is one lexical piece of a span, as cutShort reads it.
+type token struct {
+	kind  byte   // one of { [ } ] , : and 's' string, 'n' number, 'w' word, 'x' anything else
+	value bool   // a string, number or word that stands where a value does (not a key)
+	word  string // a word's text
+}
+
+// cutShort tells whether a span that never closes (an answer cut off by the provider's limit
+// on tokens, or one that stops before its closers) ends on a value boundary, where repair
+// only adds the closers, or in the middle of a value, whose end repair would make up: "0."
+// becoming 0.0, tr true, an unclosed "Tech the string "Tech", a key without its value null.
+// It returns "" for a span that closes, or stops right after a complete value: a closed
+// string, a closed object or array, the literal true, false or null (or Python's True,
+// False, None), or a comma after one of those. A number at the very end is taken as cut, since nothing says it
+// was complete ("0.9" may have been "0.95"). Otherwise it returns why the end is incomplete.
+//
+// Quotes are tracked as matchEnd tracks them, so that both agree on where the span closes.
+func cutShort(span string) string {
+	var stack []byte // the open containers' openers
+	var last, before token
+	push := func(t token) { before, last = last, t }
+	// inValue reports whether a string, number or word starting now stands for a value.
+	inValue := func() bool {
+		return len(stack) == 0 || stack[len(stack)-1] == '[' || last.kind == ':'
+	}
+	for i := 0; i < len(span); {
+		r, size := utf8.DecodeRuneInString(span[i:])
+		switch {
+		case unicode.IsSpace(r):
+			i += size
+		case r == '"':
+			end := stringEnd(span, i+1)
+			if end < 0 {
+				return "it stops inside a string"
+			}
+			push(token{kind: 's', value: inValue()})
+			i = end
+		case strings.ContainsRune("'‘’“”«„", r) && strings.ContainsRune("{[,:", rune(last.kind)):
+			end := quotedEnd(span, i+size, closingQuote(r))
+			if end < 0 {
+				return "it stops inside a string"
+			}
+			push(token{kind: 's', value: inValue()})
+			i = end
+		case r == '{' || r == '[':
+			stack = append(stack, byte(r))
+			push(token{kind: byte(r)})
+			i += size
+		case r == '}' || r == ']':
+			if len(stack) <= 1 {
+				return "" // it closes
+			}
+			stack = stack[:len(stack)-1]
+			push(token{kind: byte(r)})
+			i += size
+		case r == ',' || r == ':':
+			push(token{kind: byte(r)})
+			i += size
+		case isIdent(r) || r == '.' || r == '+':
+			j := i + size
+			for j < len(span) {
+				r2, s2 := utf8.DecodeRuneInString(span[j:])
+				if !isIdent(r2) && r2 != '.' && r2 != '+' {
+					break
+				}
+				j += s2
+			}
+			kind := byte('w')
+			if r == '-' || r == '+' || r == '.' || (r >= '0' && r <= '9') {
+				kind = 'n'
+			}
+			push(token{kind: kind, value: inValue(), word: span[i:j]})
+			i = j
+		default:
+			push(token{kind: 'x'})
+			i += size
+		}
+	}
+	complete := func(t token) bool {
+		switch t.kind {
+		case '}', ']':
+			return true
+		case 's', 'n':
+			return t.value
+		case 'w':
+			return t.value && isLiteral(t.word)
+		}
+		return false
+	}
+	switch {
+	case last.kind == 'n':
+		return "it stops on a number, which may be cut short"
+	case last.kind == ',' && complete(before), last.kind != ',' && complete(last):
+		return ""
+	}
+	return "it stops before its last value is complete"
+}
+
+// truncation returns the detail of a span that cutShort finds cut in the middle of a value,
+// quoting its last characters; "" when it is not.
+func truncation(span string) string {
+	why := cutShort(span)
+	if why == "" {
+		return ""
+	}
+	tail := strings.Join(strings.Fields(span), " ")
+	if n := utf8.RuneCountInString(tail); n > 24 {
+		tail = "…" + string([]rune(tail)[n-24:])
+	}
+	return fmt.Sprintf("the JSON is cut off and cannot be repaired without making up its end: %s (it ends with `%s`)", why, tail)
+}
+
+func isLiteral(w string) bool {
+	switch w {
+	case "true", "false", "null", "True", "False", "None":
+		return true
+	}
+	return false
+}
+
+// stringEnd returns the index just past the double quote that ends the JSON string whose
+// body starts at s[i], or -1 when it does not end.
+func stringEnd(s string, i int) int {
+	for {
+		j := strings.IndexByte(s[i:], '"')
+		if j < 0 {
+			return -1
+		}
+		j += i
+		// The quote ends the string unless an odd run of backslashes escapes it.
+		n := 0
+		for k := j - 1; k >= i && s[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		i = j + 1
+	}
+}
+
+// quotedEnd returns the index just past the quote closer that ends a single- or
+// typographic-quoted string whose body starts at s[i] (see endsQuote), or -1.
+func quotedEnd(s string, i int, closer rune) int {
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if r == closer && endsQuote(s[i:]) {
+			return i
+		}
+	}
+	return -1
+}
