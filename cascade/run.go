@@ -319,3 +319,12 @@ func (t *Task) finish(res afloat.Result[json.RawMessage], start time.Time) afloa
 	t.shareGauge.Set(t.share.record(res.Degraded))
 	return res
 }
+
+// account adds a response's usage and cost to the call's log and the tier's metrics.
+func (e *Engine) account(tr *tier, log *afloat.Result[json.RawMessage], resp *afloat.Response) {
+	usage := resp.Usage
+	usage.Cost, usage.Currency = tr.up.price.cost(usage), tr.up.price.Currency
+	tr.tokens.Add(float64(usage.InputTokens + usage.OutputTokens))
+	tr.cost.Add(usage.Cost)
+	log.Usage = log.Usage.Add(usage)
+}
