@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -332,14 +331,4 @@ func (g *Gateway) ready(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
