@@ -11,6 +11,7 @@ import (
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/prompt"
+	"github.com/afloat-dev/afloat/telemetry"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -299,8 +300,8 @@ func TestPromptSeriesExportedAtStart(t *testing.T) {
 	fx := newFixture(t, nil, answer(validAnswer), answer(validAnswer))
 	fx.task(t, func(c *TaskConfig) { c.Cascade[1].Prompt = mustPrompt(t, "prompts/triage/p1.v7.tmpl") })
 	pm := fx.eng.PromptMetrics()
-	if n := testutil.CollectAndCount(pm.Answers); n != 8 {
-		t.Fatalf("%d prompt series, want 2 tiers × 4 results", n)
+	if n, want := testutil.CollectAndCount(pm.Answers), 2*len(telemetry.PromptResults()); n != want {
+		t.Fatalf("%d prompt series, want 2 tiers × %d results", n, want/2)
 	}
 	for _, r := range []string{"ok", "extract", "repair", "schema"} {
 		if got := testutil.ToFloat64(pm.Answers.WithLabelValues("triage", "p1", "v7", r)); got != 0 {

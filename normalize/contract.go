@@ -126,6 +126,10 @@ const (
 	// StageSchema: valid JSON that does not fit the schema, even renamed and coerced, or
 	// that gives a key twice in one object (also once renamed).
 	StageSchema = "schema"
+	// StageTruncated: the provider cut the answer at its limit on tokens (finish reason
+	// length) before the JSON ended: the span never closes, so fields may be missing and its
+	// last value may be cut, and nothing is completed.
+	StageTruncated = "truncated"
 )
 
 // Outcome is what the pipeline made of one answer.
@@ -137,26 +141,40 @@ type Outcome struct {
 	Value json.RawMessage
 	// Steps are the steps that changed the text, failed answers included.
 	Steps Steps
-	// Err says why there is no value: its Stage is StageExtract, StageRepair or StageSchema,
-	// its Details readable lines fit to show a person and to quote back to the model.
+	// Err says why there is no value: its Stage is StageExtract, StageRepair, StageTruncated
+	// or StageSchema, its Details readable lines fit to show a person and to quote back to
+	// the model.
 	Err *afloat.ContractError
 }
 
-// Normalize turns a model's text into the contract's value, in the order of shared/DESIGN.md
-// §5: locate the JSON in it (code fences, preamble and trailing prose dropped; a JSON string
-// that holds JSON is unwrapped first), repair it when it does not parse (trailing commas,
-// single and typographic quotes, unquoted keys, comments, Python literals, missing closers;
-// only the first value counts: several are never merged), and validate it. A truncated
-// answer is completed only when it stops right after a complete value (a closed string,
-// object or array, true, false or null, or a comma after one): one cut inside a string, a
-// literal or after a number ("0." or "0.9", which may have been "0.95") is refused at
-// StageRepair. An object that holds a key twice is refused at StageSchema, before and after
-// repair: no value is chosen over the other. A value that does not fit as it is has its keys
-// renamed (see WithSynonyms and fold) and its scalars coerced where the schema is unambiguous
-// (see coerce), and is validated again: nothing is dropped, merged or overwritten to make it
-// fit, so an extra field where the schema forbids extras stays a violation, and two keys that
-// name one property ("department" and "категория") are refused as a duplicate.
-func (c *Contract) Normalize(text string) Outcome {
+// Normalize is NormalizeAnswer with the finish reason unknown: NormalizeAnswer(text, "").
+func (c *Contract) Normalize(text string) Outcome { return c.NormalizeAnswer(text, "") }
+
+// NormalizeAnswer turns a model's text into the contract's value, in the order of
+// shared/DESIGN.md §5: locate the JSON in it (code fences, preamble and trailing prose dropped;
+// a JSON string that holds JSON is unwrapped first), repair it when it does not parse
+// (trailing commas, single and typographic quotes, unquoted keys, comments, Python literals,
+// missing closers; only the first value counts: several are never merged), and validate it.
+//
+// finishReason is the provider's, in OpenAI's words (afloat.Response.FinishReason): it
+// decides what becomes of a JSON that never closes. With "stop" or "tool_calls" the model
+// ended the answer by itself, and one that only lacks its closers after a complete value (a
+// closed string, object or array, true, false or null, a whole number such as "0.3", or a
+// comma after one) is completed. With "length" the provider cut it at its limit on tokens:
+// it is refused at StageTruncated (a JSON that closes, with text after it cut, is handled as
+// usual). With "" (unknown) or any other word, "content_filter" among them, it is completed
+// as with stop, except after a number at the very end, which is refused at StageRepair
+// ("0.9" may have been "0.95"). Whatever the finish reason, a JSON cut inside a string, a
+// literal or a number ("0."), or after a key without its value, is never completed (at
+// StageRepair, or StageTruncated with length): repair would make up its end.
+//
+// An object that holds a key twice is refused at StageSchema, before and after repair: no
+// value is chosen over the other. A value that does not fit as it is has its keys renamed
+// (see WithSynonyms and fold) and its scalars coerced where the schema is unambiguous (see
+// coerce), and is validated again: nothing is dropped, merged or overwritten to make it fit,
+// so an extra field where the schema forbids extras stays a violation, and two keys that name
+// one property ("department" and "категория") are refused as a duplicate.
+func (c *Contract) NormalizeAnswer(text, finishReason string) Outcome {
 	var out Outcome
 	trimmed := strings.TrimSpace(text)
 	if inner, ok := unquote(trimmed); ok {
@@ -173,7 +191,14 @@ func (c *Contract) Normalize(text string) Outcome {
 	}
 	v, err := jsonschema.UnmarshalJSON(strings.NewReader(span))
 	if err != nil {
-		if cut := truncation(span); cut != "" {
+		if finishReason == "length" {
+			if cut := cutByLimit(span); cut != "" {
+				out.Err = &afloat.ContractError{Stage: StageTruncated, Details: []string{cut}, Err: errors.New(cut)}
+				return out
+			}
+		}
+		ended := finishReason == "stop" || finishReason == "tool_calls"
+		if cut := truncation(span, ended); cut != "" {
 			out.Err = &afloat.ContractError{Stage: StageRepair, Details: []string{cut}, Err: errors.New(cut)}
 			return out
 		}

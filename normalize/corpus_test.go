@@ -28,9 +28,9 @@ func corpusContract(t testing.TB, dir string) *Contract {
 }
 
 // TestCorpus runs every recorded answer of testdata/corpus (realistic outputs of models, in
-// Russian, Portuguese and English, for three schemas) through the pipeline: each must get its
-// expected outcome, the recovered result or the rejection at the right stage. A wrong accept
-// fails the suite like any other miss.
+// Russian, Portuguese and English, for three schemas) through the pipeline, with the finish
+// reason a case gives: each must get its expected outcome, the recovered result or the
+// rejection at the right stage. A wrong accept fails the suite like any other miss.
 func TestCorpus(t *testing.T) {
 	dirs, err := filepath.Glob(filepath.Join("testdata", "corpus", "*"))
 	if err != nil {
@@ -39,6 +39,7 @@ func TestCorpus(t *testing.T) {
 	schemas, total, rejects := 0, 0, 0
 	langs := map[string]int{}
 	stages := map[string]int{}
+	finishes := map[string]int{}
 	for _, dir := range dirs {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			continue
@@ -52,6 +53,7 @@ func TestCorpus(t *testing.T) {
 		for _, f := range fixtures {
 			total++
 			langs[f.Lang]++
+			finishes[f.Finish]++
 			if f.Reject != "" {
 				rejects++
 				stages[f.Reject]++
@@ -78,10 +80,15 @@ func TestCorpus(t *testing.T) {
 			t.Errorf("%d cases in %s, want at least 15", langs[lang], lang)
 		}
 	}
-	for _, stage := range []string{StageExtract, StageRepair, StageSchema} {
+	for _, stage := range []string{StageExtract, StageRepair, StageTruncated, StageSchema} {
 		if stages[stage] == 0 {
 			t.Errorf("no case is rejected at %s", stage)
 		}
 	}
-	t.Logf("%d cases (%d rejections: %v), by language %v", total, rejects, stages, langs)
+	for _, finish := range []string{"stop", "length"} {
+		if finishes[finish] < 3 {
+			t.Errorf("%d cases with finish %s, want at least 3", finishes[finish], finish)
+		}
+	}
+	t.Logf("%d cases (%d rejections: %v), by language %v, by finish reason %v", total, rejects, stages, langs, finishes)
 }

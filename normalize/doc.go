@@ -24,13 +24,19 @@
 // Rename and coerce only touch an answer that does not fit as it is, so valid JSON that fits
 // comes out byte for byte.
 //
+// NormalizeAnswer takes the provider's finish reason too, which decides what becomes of a
+// JSON that never closes: one the model ended by itself ("stop") that only lacks its closers
+// is completed, even right after a number; one the token limit cut ("length") is refused at
+// StageTruncated, to be re-asked for a shorter answer. Normalize is NormalizeAnswer with the
+// finish reason unknown, where a number at the end may be cut and is not completed.
+//
 //	c, err := normalize.Compile("triage", schemaJSON, normalize.WithSynonyms(map[string][]string{
 //		"department": {"категория", "departamento"},
 //	}))
-//	out := c.Normalize(modelText)
+//	out := c.NormalizeAnswer(resp.Content, resp.FinishReason)
 //	if out.Err != nil {
-//		// out.Err.Stage is "extract", "repair" or "schema"; out.Err.Details the reasons,
-//		// which ReaskText quotes back to the model.
+//		// out.Err.Stage is "extract", "repair", "truncated" or "schema"; out.Err.Details
+//		// the reasons, which ReaskText quotes back to the model.
 //	}
 //	use(out.Value)  // JSON that fits the schema
 //	out.Steps       // the steps that changed the text, for afloat_normalize_total{step}
@@ -38,8 +44,9 @@
 // Check is Normalize for callers that want (value, error). CheckToolCalls validates a
 // response's tool-call arguments against their tools' parameter schemas the same way.
 //
-// Fixtures are recorded outputs of a model for a prompt with the expected result or
-// rejection (see Fixture for the two-file format); RunFixture checks one, and
-// `afloat prompts test` runs those beside every template of a config. The package's own
-// corpus, testdata/corpus, holds over a hundred of them, in Russian, Portuguese and English.
+// Fixtures are recorded outputs of a model for a prompt, with their finish reason when it
+// matters, and the expected result or rejection (see Fixture for the two-file format);
+// RunFixture checks one, and `afloat prompts test` runs those beside every template of a
+// config. The package's own corpus, testdata/corpus, holds 148 of them, in Russian,
+// Portuguese and English.
 package normalize

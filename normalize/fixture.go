@@ -20,8 +20,11 @@ import (
 //
 // A .want file starts with header lines, "key: value", and blank or "#" comment lines:
 //
-//	reject: STAGE   the answer must be refused at STAGE (extract, repair or schema)
+//	reject: STAGE   the answer must be refused at STAGE (extract, repair, truncated or
+//	                schema)
 //	detail: TEXT    (repeatable) with a rejection: some detail must contain TEXT
+//	finish: REASON  the provider's finish reason with the answer (stop, length, tool_calls
+//	                or content_filter; see Contract.NormalizeAnswer); absent means unknown
 //	steps: LIST     the steps that must have changed the answer, exactly ("locate repair",
 //	                "none"); absent means not checked
 //	lang: CODE      the answer's language (en, ru, pt), for the record
@@ -42,6 +45,8 @@ type Fixture struct {
 	Reject string
 	// Details are texts that some detail of the rejection must contain.
 	Details []string
+	// Finish is the provider's finish reason with the output; "" means unknown.
+	Finish string
 	// Want is the expected result of an accepted case.
 	Want json.RawMessage
 	// Steps are the steps that must have changed the answer, when CheckSteps.
@@ -132,10 +137,17 @@ func ParseFixture(name, output, want string) (Fixture, error) {
 		switch strings.TrimSpace(key) {
 		case "reject":
 			switch val {
-			case StageExtract, StageRepair, StageSchema:
+			case StageExtract, StageRepair, StageTruncated, StageSchema:
 				f.Reject = val
 			default:
-				return f, fmt.Errorf("line %d: unknown stage %q (want extract, repair or schema)", i+1, val)
+				return f, fmt.Errorf("line %d: unknown stage %q (want extract, repair, truncated or schema)", i+1, val)
+			}
+		case "finish":
+			switch val {
+			case "stop", "length", "tool_calls", "content_filter":
+				f.Finish = val
+			default:
+				return f, fmt.Errorf("line %d: unknown finish reason %q (want stop, length, tool_calls or content_filter)", i+1, val)
 			}
 		case "detail":
 			f.Details = append(f.Details, val)
@@ -150,7 +162,7 @@ func ParseFixture(name, output, want string) (Fixture, error) {
 		case "note":
 			f.Note = val
 		default:
-			return f, fmt.Errorf("line %d: unknown key %q (want reject, detail, steps, lang or note)", i+1, key)
+			return f, fmt.Errorf("line %d: unknown key %q (want reject, detail, finish, steps, lang or note)", i+1, key)
 		}
 	}
 	switch {
@@ -191,10 +203,11 @@ func (r FixtureResult) Stage() string {
 	return r.Outcome.Err.Stage
 }
 
-// RunFixture runs a fixture's output through the pipeline and compares the outcome with the
-// expectation. A wrong accept (a result where a rejection was expected) never passes.
+// RunFixture runs a fixture's output through the pipeline, with its finish reason, and
+// compares the outcome with the expectation. A wrong accept (a result where a rejection was
+// expected) never passes.
 func (c *Contract) RunFixture(f Fixture) FixtureResult {
-	out := c.Normalize(f.Output)
+	out := c.NormalizeAnswer(f.Output, f.Finish)
 	r := FixtureResult{Fixture: f, Outcome: out}
 	r.Problem = f.problem(out)
 	r.Pass = r.Problem == ""

@@ -22,6 +22,10 @@ func TestParseFixture(t *testing.T) {
 				return f.Reject == "schema" && len(f.Details) == 2 && f.Want == nil && !f.CheckSteps
 			}, ""},
 		{"null result", "null\n", func(f Fixture) bool { return string(f.Want) == "null" }, ""},
+		{"finish", "finish: length\nreject: truncated\ndetail: token limit\n",
+			func(f Fixture) bool { return f.Finish == "length" && f.Reject == StageTruncated }, ""},
+		{"no finish is unknown", "{}\n", func(f Fixture) bool { return f.Finish == "" }, ""},
+		{"unknown finish", "finish: max_tokens\n{}\n", nil, `unknown finish reason "max_tokens"`},
 		{"no result", "note: x\n", nil, "needs its expected result"},
 		{"both", "reject: schema\n{}\n", nil, "no expected result"},
 		{"unknown stage", "reject: parse\n", nil, `unknown stage "parse"`},
@@ -96,6 +100,9 @@ func TestRunFixture(t *testing.T) {
 		{"rejected, want accept", "no json", valid, "rejected at extract"},
 		{"other result", valid, `{"department":"billing","is_urgent":0.5,"urgency_score":1}`, "result"},
 		{"other steps", valid, "steps: repair\n" + valid, "steps none, want repair"},
+		{"finish stop completes a number", valid[:len(valid)-1], "finish: stop\nsteps: repair\n" + valid, ""},
+		{"finish length truncates", valid[:len(valid)-1], "finish: length\nreject: truncated\ndetail: token limit\n", ""},
+		{"no finish: the number may be cut", valid[:len(valid)-1], "steps: repair\n" + valid, "rejected at repair"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

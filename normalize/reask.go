@@ -10,10 +10,20 @@ import (
 
 // ReaskText returns the clarifying message of a re-ask (shared/DESIGN.md §2, step 6): what is
 // wrong with the previous answer, line by line from the error's details, and the JSON Schema
-// the answer must fit. It is written for the model: the cascade appends it, as a user message,
-// to the same conversation after the model's own answer.
+// the answer must fit. An answer refused at StageTruncated is told instead that it was cut
+// off by the length limit, and asked for one complete, shorter JSON object. It is written for
+// the model:
+// the cascade appends it, as a user message, to the same conversation after the model's own
+// answer.
 func ReaskText(err error, schema json.RawMessage) string {
 	var b strings.Builder
+	if stageOf(err) == StageTruncated {
+		// The detail only restates it: the model needs to know why, and to write less.
+		b.WriteString("Your previous answer was cut off by the length limit before its JSON ended.\n")
+		b.WriteString("Answer again with one complete, shorter JSON object and nothing else (no prose, no Markdown, no explanation), valid against this JSON Schema:\n")
+		b.Write(schema)
+		return b.String()
+	}
 	b.WriteString("Your previous answer does not fit the required format.\n")
 	if lines := problems(err); len(lines) > 0 {
 		b.WriteString("Problems:\n")
@@ -29,17 +39,23 @@ func ReaskText(err error, schema json.RawMessage) string {
 // ReaskData returns the data a re-ask template (a per-tier override of ReaskText) renders
 // with, under the names ReaskFields lists:
 //
-//	errors  []string  the problems, as ReaskText lists them
-//	stage   string    extract, repair or schema
+//	errors  []string  the problems, the error's details (as ReaskText lists them but for
+//	                  truncated, where the stage says it all)
+//	stage   string    extract, repair, truncated (cut by the length limit: ask for a
+//	                  complete, shorter answer) or schema; "" when err is no ContractError
 //	schema  string    the JSON Schema the answer must fit
 //	answer  string    the model's previous answer, as it came
 func ReaskData(err error, schema json.RawMessage, answer string) map[string]any {
-	stage := ""
+	return map[string]any{"errors": problems(err), "stage": stageOf(err), "schema": string(schema), "answer": answer}
+}
+
+// stageOf returns the stage of a contract error, or "".
+func stageOf(err error) string {
 	var ce *afloat.ContractError
 	if errors.As(err, &ce) {
-		stage = ce.Stage
+		return ce.Stage
 	}
-	return map[string]any{"errors": problems(err), "stage": stage, "schema": string(schema), "answer": answer}
+	return ""
 }
 
 // ReaskFields returns the names ReaskData sets, sorted: a re-ask template may read no other.

@@ -6,48 +6,71 @@ import (
 )
 
 // TestCutShort: a span that never closes is completed only when it stops after a complete
-// value; one cut inside a value, or after a number that may be cut, is not.
+// value; one cut inside a value is not, nor, unless the model ended the answer by itself
+// (stop), one that stops after a number that may be cut.
 func TestCutShort(t *testing.T) {
+	const same = "same"
 	tests := []struct {
 		span string
-		cut  string // "" means complete enough to close
+		cut  string // with the finish reason unknown; "" means complete enough to close
+		stop string // when the model ended by itself; same means as cut
 	}{
-		{`{"a":1}`, ""},
-		{`{"a":1,"b":"x"`, ""},
-		{`{"a":1,`, ""},
-		{`{"a":["x", "y"`, ""},
-		{`{"a":{"b":1}`, ""},
-		{`{"a":[1, 2]`, ""},
-		{`[1, 2,`, ""},
-		{`{"a":true`, ""},
-		{`{"a": None  ` + "\n", ""},
-		{`{"a":"say \"}\""`, ""},
-		{`{'a': 'it's'`, ""},
-		{`{“a”: “x”`, ""},
-		{`{a: 1, b: "x"`, ""},
-		{`{"department":"technical","urgency_score":2.5,"is_urgent": 0.`, "on a number"},
-		{`{"a":1`, "on a number"},
-		{`{"a":1 ` + "\n", "on a number"},
-		{`{"a":-`, "on a number"},
-		{`{"a":"x`, "inside a string"},
-		{`{"a":"say \"`, "inside a string"},
-		{`{'a': 'it`, "inside a string"},
-		{`{"a":tr`, "last value"},
-		{`{"a":nul`, "last value"},
-		{`{"a":`, "last value"},
-		{`{"a"`, "last value"},
-		{`{"a":1,"b"`, "last value"},
-		{`{"a":1, b`, "last value"},
-		{`{"a":[`, "last value"},
-		{`{`, "last value"},
-		{`{"a":"x"` + "\nHope this helps.", "last value"},
-		{`{"a":"x" // a note`, "last value"},
-		{`{"a":,`, "last value"},
+		{`{"a":1}`, "", same},
+		{`{"a":1,"b":"x"`, "", same},
+		{`{"a":1,`, "", same},
+		{`{"a":["x", "y"`, "", same},
+		{`{"a":{"b":1}`, "", same},
+		{`{"a":[1, 2]`, "", same},
+		{`[1, 2,`, "", same},
+		{`{"a":true`, "", same},
+		{`{"a": None  ` + "\n", "", same},
+		{`{"a":"say \"}\""`, "", same},
+		{`{'a': 'it's'`, "", same},
+		{`{“a”: “x”`, "", same},
+		{`{a: 1, b: "x"`, "", same},
+		{`{"department":"technical","urgency_score":2.5,"is_urgent": 0.`, "on a number", "number that is not complete"},
+		{`{"a":1`, "on a number", ""},
+		{`{"a":1 ` + "\n", "on a number", ""},
+		{`{"a":0.3`, "on a number", ""},
+		{`{"a":-2.5e-3`, "on a number", ""},
+		{`{"a":[1, 2`, "on a number", ""},
+		{`[0.25`, "on a number", ""},
+		{`{"a":-`, "on a number", "number that is not complete"},
+		{`{"a":1e`, "on a number", "number that is not complete"},
+		{`{"a":1e+`, "on a number", "number that is not complete"},
+		{`{"a":.5`, "on a number", "number that is not complete"},
+		{`{"a":01`, "on a number", "number that is not complete"},
+		{`{"a":1.5.2`, "on a number", "number that is not complete"},
+		{`{"a":12ab`, "on a number", "number that is not complete"},
+		{`{"a":1, 2`, "on a number", "number that is not complete"}, // a number where a key goes
+		{`{"a":"x`, "inside a string", same},
+		{`{"a":"say \"`, "inside a string", same},
+		{`{'a': 'it`, "inside a string", same},
+		{`{"a":tr`, "last value", same},
+		{`{"a":nul`, "last value", same},
+		{`{"a":`, "last value", same},
+		{`{"a"`, "last value", same},
+		{`{"a":1,"b"`, "last value", same},
+		{`{"a":1, b`, "last value", same},
+		{`{"a":[`, "last value", same},
+		{`{`, "last value", same},
+		{`{"a":"x"` + "\nHope this helps.", "last value", same},
+		{`{"a":"x" // a note`, "last value", same},
+		{`{"a":,`, "last value", same},
+		{`{"a":1` + "\nHope this helps.", "last value", same},
 	}
 	for _, tt := range tests {
-		got := cutShort(tt.span)
-		if tt.cut == "" && got != "" || tt.cut != "" && !strings.Contains(got, tt.cut) {
-			t.Errorf("cutShort(%q) = %q, want %q", tt.span, got, tt.cut)
+		if tt.stop == same {
+			tt.stop = tt.cut
+		}
+		for _, c := range []struct {
+			ended bool
+			want  string
+		}{{false, tt.cut}, {true, tt.stop}} {
+			got := cutShort(tt.span, c.ended)
+			if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+				t.Errorf("cutShort(%q, ended %v) = %q, want %q", tt.span, c.ended, got, c.want)
+			}
 		}
 	}
 }

@@ -7,13 +7,14 @@ import "github.com/prometheus/client_golang/prometheus"
 // with v2 reads it off a dashboard. Its collectors are safe for concurrent use.
 type PromptMetrics struct {
 	// Answers counts the answers checked against the task's contract, by prompt version and
-	// result: "ok", or the stage a violation was found at ("extract", "repair", "schema").
+	// result: "ok", or the stage a violation was found at ("extract", "repair", "truncated":
+	// cut by the provider's limit on tokens, "schema").
 	// Labels: task, provider, version.
 	Answers *prometheus.CounterVec
 }
 
 // PromptResults are the values of the result label, in order.
-func PromptResults() []string { return []string{"ok", "extract", "repair", "schema"} }
+func PromptResults() []string { return []string{"ok", "extract", "repair", "truncated", "schema"} }
 
 // NewPromptMetrics creates the prompt metrics and registers them on reg; a nil reg registers
 // nowhere (they still count).

@@ -25,7 +25,8 @@ row per fixture: task, provider, prompt version, fixture, pass or FAIL, and the 
 was refused at. Exits 1 when any fixture fails. Run it when you edit a prompt or switch a model.
 
 A fixture is NAME.out (the model's output, as it came) and NAME.want (the expected result as
-JSON, or "reject: extract|repair|schema"); see the normalize package's Fixture for the format.
+JSON, or "reject: extract|repair|truncated|schema", and "finish: stop|length" when the
+provider's finish reason matters); see the normalize package's Fixture for the format.
 Environment variables the config uses and the environment lacks are filled with a placeholder:
 the test needs no credentials.
 `
