@@ -26,13 +26,17 @@ import (
 //	POST /admin/reviews/{id}/reject    {"reason": "..."}
 //
 // Who may call it: an operator with their own token (Config.Operators, from
-// operators.<name>.token), who acts as that name; or the admin token, which names the
-// operator it acts for in the X-Afloat-Operator header (needed to claim, resolve or reject,
-// not to read). An operator's token opens only this API, never the rest of /admin. The API is
-// off (404) when there is neither an admin token nor an operator.
+// operators.<name>.token), who acts as that name (the X-Afloat-Operator header, if sent, must
+// name them: an operator cannot act as another); or the admin token, which acts as the
+// operator the header names, or as AdminOperator without it. An operator's token opens only
+// this API, never the rest of /admin. The API is off (404) when there is neither an admin
+// token nor an operator.
 
 // OperatorHeader names the operator an admin-token call acts for.
 const OperatorHeader = "X-Afloat-Operator"
+
+// AdminOperator is who an admin-token call acts as when it names no operator.
+const AdminOperator = "admin"
 
 const operatorCtx ctxKey = 1
 
@@ -48,6 +52,9 @@ func checkOperators(cfg Config) error {
 	for name, token := range cfg.Operators {
 		if !operatorName.MatchString(name) {
 			return fmt.Errorf("gateway: operator name %q: want 1-64 letters, digits, '.', '_', '@' or '-'", name)
+		}
+		if name == AdminOperator {
+			return fmt.Errorf("gateway: operator %q: the name is the admin token's, who acts as %q when it names no operator", name, AdminOperator)
 		}
 		if token == "" {
 			return fmt.Errorf("gateway: operator %q has an empty token", name)
@@ -79,8 +86,8 @@ func (g *Gateway) routeReviews(mux *http.ServeMux) {
 	mux.Handle("POST /admin/reviews/{id}/reject", g.reviewer(http.HandlerFunc(g.rejectReview)))
 }
 
-// reviewer authenticates an operator or the admin, and puts the operator's name (possibly
-// "" for the admin) in the context.
+// reviewer authenticates an operator or the admin, and puts the name the call acts as in
+// the context.
 func (g *Gateway) reviewer(next http.Handler) http.Handler {
 	admin := []byte(g.cfg.AdminToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -105,8 +112,10 @@ func (g *Gateway) reviewer(next http.Handler) http.Handler {
 		case isAdmin && named != "" && !operatorName.MatchString(named):
 			writeError(w, http.StatusBadRequest, "invalid_operator", fmt.Sprintf("%s: want 1-64 letters, digits, '.', '_', '@' or '-'", OperatorHeader))
 			return
-		case isAdmin:
+		case isAdmin && named != "":
 			name = named
+		case isAdmin:
+			name = AdminOperator
 		case named != "" && named != name:
 			writeError(w, http.StatusForbidden, "operator_mismatch", fmt.Sprintf("this token is operator %s's; it cannot act as %s", name, named))
 			return
@@ -135,15 +144,10 @@ func (g *Gateway) whoIs(token, admin []byte) (name string, isAdmin, ok bool) {
 	return name, isAdmin, found == 1
 }
 
-// operatorFrom returns the operator a write acts for, or answers 400 when none is named.
-func operatorFrom(w http.ResponseWriter, r *http.Request) (string, bool) {
+// operatorFrom returns the name a call acts as, which reviewer put in the context.
+func operatorFrom(r *http.Request) string {
 	name, _ := r.Context().Value(operatorCtx).(string)
-	if name == "" {
-		writeError(w, http.StatusBadRequest, "operator_required",
-			fmt.Sprintf("name the operator: send %s: <name> with the admin token, or use the operator's own token", OperatorHeader))
-		return "", false
-	}
-	return name, true
+	return name
 }
 
 // reviewItem is the operators' view of an item. Input, attempts and prompt versions are in
@@ -247,10 +251,7 @@ func (g *Gateway) showReview(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gateway) claimReview(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	op, ok := operatorFrom(w, r)
-	if !ok {
-		return
-	}
+	op := operatorFrom(r)
 	it, err := g.cfg.Review.Claim(r.Context(), id, op)
 	if err != nil {
 		g.reviewError(w, r, id, err)
@@ -262,8 +263,8 @@ func (g *Gateway) claimReview(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gateway) resolveReview(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	op, ok := operatorFrom(w, r)
-	if !ok || !jsonBody(w, r) {
+	op := operatorFrom(r)
+	if !jsonBody(w, r) {
 		return
 	}
 	var body struct {
@@ -314,8 +315,8 @@ func (g *Gateway) resolveReview(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gateway) rejectReview(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	op, ok := operatorFrom(w, r)
-	if !ok || !jsonBody(w, r) {
+	op := operatorFrom(r)
+	if !jsonBody(w, r) {
 		return
 	}
 	var body struct {

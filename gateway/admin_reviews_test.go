@@ -273,7 +273,7 @@ func TestReviewLifecycle(t *testing.T) {
 
 func TestReviewAuth(t *testing.T) {
 	e := newReviewEnv(t, memoryStore)
-	id := e.queue(clientKey)
+	id, other := e.queue(clientKey), e.queue(clientKey)
 	tests := []struct {
 		name, method, path, token string
 		hdr                       []string
@@ -285,7 +285,7 @@ func TestReviewAuth(t *testing.T) {
 		{"an operator outside the review API", "GET", "/admin/status", aliceToken, nil, 401, "unauthorized"},
 		{"an operator's flags", "PUT", "/admin/flags", aliceToken, nil, 401, "unauthorized"},
 		{"admin reads without naming anyone", "GET", "/admin/reviews", adminToken, nil, 200, ""},
-		{"admin writes without naming anyone", "POST", "/admin/reviews/" + id + "/claim", adminToken, nil, 400, "operator_required"},
+		{"admin writes without naming anyone", "POST", "/admin/reviews/" + other + "/claim", adminToken, nil, 200, ""},
 		{"admin names a malformed operator", "POST", "/admin/reviews/" + id + "/claim", adminToken, []string{OperatorHeader, "carol smith"}, 400, "invalid_operator"},
 		{"alice poses as bob", "POST", "/admin/reviews/" + id + "/claim", aliceToken, []string{OperatorHeader, "bob"}, 403, "operator_mismatch"},
 		{"alice names herself", "POST", "/admin/reviews/" + id + "/claim", aliceToken, []string{OperatorHeader, "alice"}, 200, ""},
@@ -330,6 +330,57 @@ func TestReviewAuth(t *testing.T) {
 	}
 }
 
+// TestWhoActs: the admin token alone acts as "admin", with X-Afloat-Operator as the operator
+// it names; an operator's token acts as its operator, and cannot name another.
+func TestWhoActs(t *testing.T) {
+	e := newReviewEnv(t, memoryStore)
+	tests := []struct {
+		name, verb, body, token string
+		hdr                     []string
+		status                  int
+		operator                string // who the store records; "" when the call is refused
+	}{
+		{"admin alone claims", "claim", "", adminToken, nil, 200, AdminOperator},
+		{"admin alone resolves", "resolve", `{"result": {"allowed": false}}`, adminToken, nil, 200, AdminOperator},
+		{"admin alone rejects", "reject", `{"reason": "spam"}`, adminToken, nil, 200, AdminOperator},
+		{"admin claims for carol", "claim", "", adminToken, []string{OperatorHeader, "carol"}, 200, "carol"},
+		{"admin resolves for carol", "resolve", `{"result": {"allowed": false}}`, adminToken, []string{OperatorHeader, "carol"}, 200, "carol"},
+		{"admin rejects for carol", "reject", `{"reason": "spam"}`, adminToken, []string{OperatorHeader, "carol"}, 200, "carol"},
+		{"admin names an operator with a token", "resolve", `{"result": {"allowed": false}}`, adminToken, []string{OperatorHeader, "alice"}, 200, "alice"},
+		{"alice alone", "resolve", `{"result": {"allowed": false}}`, aliceToken, nil, 200, "alice"},
+		{"alice names herself", "reject", `{"reason": "spam"}`, aliceToken, []string{OperatorHeader, "alice"}, 200, "alice"},
+		{"alice names bob", "claim", "", aliceToken, []string{OperatorHeader, "bob"}, 403, ""},
+		{"alice names the admin", "resolve", `{"result": {"allowed": false}}`, aliceToken, []string{OperatorHeader, AdminOperator}, 403, ""},
+		{"alice names nobody but spaces", "reject", `{"reason": "spam"}`, aliceToken, []string{OperatorHeader, "  "}, 200, "alice"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id := e.queue(clientKey)
+			status, _, body := e.do("POST", "/admin/reviews/"+id+"/"+tc.verb, tc.token, tc.body, tc.hdr...)
+			if status != tc.status {
+				t.Fatalf("%d %s, want %d", status, body, tc.status)
+			}
+			it, err := e.store.Lookup(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if it.Operator != tc.operator {
+				t.Fatalf("the store records operator %q, want %q (%s)", it.Operator, tc.operator, body)
+			}
+			if tc.operator != "" {
+				if v := decode[reviewItem](t, body); v.Operator == nil || *v.Operator != tc.operator {
+					t.Fatalf("the answer names %v, want %q: %s", v.Operator, tc.operator, body)
+				}
+			} else if it.Status != review.StatusPending {
+				t.Fatalf("a refused call changed the item: %+v", it)
+			}
+		})
+	}
+	if !strings.Contains(e.logs.String(), `"msg":"review resolved","review":"`) || !strings.Contains(e.logs.String(), `"operator":"admin"`) {
+		t.Errorf("no audit line names the admin")
+	}
+}
+
 func TestOperatorsConfigRefused(t *testing.T) {
 	e := newEnv(t)
 	tests := []struct {
@@ -342,6 +393,7 @@ func TestOperatorsConfigRefused(t *testing.T) {
 		{"a shared token", map[string]string{"alice": "tok-1234567890", "bob": "tok-1234567890"}, "share a token"},
 		{"an empty token", map[string]string{"alice": ""}, "empty token"},
 		{"a name with spaces", map[string]string{"alice smith": "tok-1234567890"}, "operator name"},
+		{"the admin's name", map[string]string{"admin": "tok-1234567890"}, "the admin token's"},
 	}
 	for _, tc := range tests {
 		_, err := New(Config{Engine: e.engine, AdminToken: adminToken, Operators: tc.ops,

@@ -37,6 +37,19 @@ func writeChatError(w http.ResponseWriter, status int, typ, code, msg, param str
 	writeJSON(w, status, map[string]apiError{"error": e})
 }
 
+// internalMessage is all a client learns of a panic; the log has the rest.
+const internalMessage = "internal error"
+
+// writeInternal answers a panic with a 500 in the shape of the API called: OpenAI's for chat
+// completions.
+func writeInternal(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/chat/completions" {
+		writeChatError(w, http.StatusInternalServerError, "server_error", "internal", internalMessage, "")
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "internal", internalMessage)
+}
+
 func setRetryAfter(w http.ResponseWriter, d time.Duration) {
 	secs := int(d.Seconds() + 0.999)
 	if secs < 1 {

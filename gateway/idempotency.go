@@ -38,9 +38,10 @@ func newIdempotency(clock clockwork.Clock, ttl time.Duration, max int) *idempote
 }
 
 // begin looks key up. When it is new, begin reserves it and returns (entry, true): the caller
-// runs the call and must finish the entry. Otherwise it returns the existing entry, whose
-// done channel closes once its answer is known. A nil entry with false means the key was
-// used with another body.
+// runs the call and must finish the entry, in a deferred call (an entry never finished holds
+// its key, and every retry with it waits until its own context ends). Otherwise it returns
+// the existing entry, whose done channel closes once its answer is known. A nil entry with
+// false means the key was used with another body.
 func (c *idempotency) begin(key string, body []byte) (*idemEntry, bool) {
 	sum := sha256.Sum256(body)
 	now := c.clock.Now()

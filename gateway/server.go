@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,9 +48,10 @@ type Config struct {
 	Review review.Store
 	// Operators maps an operator's name to their bearer token (operators.<name>.token). An
 	// operator's token opens the review API only, acting as that name; the admin token opens
-	// it too, acting for the operator named in the X-Afloat-Operator header. Names are 1-64
-	// letters, digits, '.', '_', '@' or '-'; tokens are distinct from each other, from the
-	// admin token and from every client key. nil means no operator tokens.
+	// it too, acting for the operator named in the X-Afloat-Operator header, or as
+	// AdminOperator ("admin") without one. Names are 1-64 letters, digits, '.', '_', '@' or
+	// '-', and not "admin"; tokens are distinct from each other, from the admin token and
+	// from every client key. nil means no operator tokens.
 	Operators map[string]string
 	// Tenants maps a tenant id to its client keys. Empty means open access: no key is
 	// asked for, and every call has the empty tenant (serve on loopback only).
@@ -165,7 +167,7 @@ func New(cfg Config) (*Gateway, error) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
-	g.handler = g.recover(g.accessLog(mux))
+	g.handler = g.accessLog(g.recover(mux))
 	return g, nil
 }
 
@@ -280,6 +282,9 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 }
 
 func (s *statusWriter) Flush() {
+	if s.status == 0 {
+		s.status = http.StatusOK // a flush sends the headers
+	}
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -303,19 +308,41 @@ func (g *Gateway) accessLog(next http.Handler) http.Handler {
 	})
 }
 
-// recover turns a panic in a handler into a 500 and a log line, not a dead process.
+// recover turns a panic in a handler (a provider's, a heuristic's, a review store's) into a
+// 500 and a log line with the stack, not a dead process; the handlers settle what they hold
+// in deferred calls of their own. A response whose headers went out cannot change its status:
+// an event stream ends with an error event and no [DONE], anything else is cut as
+// http.ErrAbortHandler cuts it. http.ErrAbortHandler itself goes on up to net/http.
 func (g *Gateway) recover(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw, ok := w.(*statusWriter)
+		if !ok {
+			sw = &statusWriter{ResponseWriter: w}
+		}
 		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				g.log.Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				writeError(w, http.StatusInternalServerError, "internal", "internal error")
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			g.log.LogAttrs(r.Context(), slog.LevelError, "handler panic",
+				slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
+			switch {
+			case sw.status == 0:
+				writeInternal(sw, r)
+			case strings.HasPrefix(sw.Header().Get("Content-Type"), "text/event-stream"):
+				b, _ := json.Marshal(map[string]apiError{"error": {Code: "internal", Type: "afloat_stream_error",
+					Message: internalMessage + "; the answer is incomplete"}})
+				_, _ = fmt.Fprintf(sw, "data: %s\n\n", b)
+				sw.Flush()
+			default:
+				panic(http.ErrAbortHandler)
 			}
 		}()
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(sw, r)
 	})
 }
 

@@ -92,13 +92,7 @@ func (g *Gateway) task(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(entry.payload)
 		return
 	}
-	rec := &recorder{header: http.Header{}}
-	g.runTask(rec, r.WithContext(cascade.WithIdempotencyKey(r.Context(), key)), t, body)
-	status := rec.status
-	if r.Context().Err() != nil {
-		status = 0
-	}
-	g.idem.finish(entry, status, rec.header, rec.body)
+	rec := g.runFirst(entry, r.WithContext(cascade.WithIdempotencyKey(r.Context(), key)), t, body)
 	for k, v := range rec.header {
 		w.Header()[k] = v
 	}
@@ -106,6 +100,30 @@ func (g *Gateway) task(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(rec.status)
 		_, _ = w.Write(rec.body)
 	}
+}
+
+// runFirst runs the first call with an Idempotency-Key into a recorder and settles its
+// entry with the answer. It settles in a deferred call, so that a panic settles the entry
+// too, as the 500 its client gets: that drops the entry, and a retry runs again instead of
+// waiting for an answer that never comes. The panic goes on up to recover.
+func (g *Gateway) runFirst(entry *idemEntry, r *http.Request, t *cascade.Task, body []byte) *recorder {
+	rec := &recorder{header: http.Header{}}
+	answered := false
+	defer func() {
+		settled := rec
+		if !answered {
+			settled = &recorder{header: http.Header{}}
+			writeInternal(settled, r)
+		}
+		status := settled.status
+		if r.Context().Err() != nil {
+			status = 0 // the client left: no answer to keep
+		}
+		g.idem.finish(entry, status, settled.header, settled.body)
+	}()
+	g.runTask(rec, r, t, body)
+	answered = true
+	return rec
 }
 
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {

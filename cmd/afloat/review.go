@@ -31,8 +31,8 @@ Commands:
 Flags of every command:
   --target URL        the gateway (default $AFLOAT_TARGET, else http://127.0.0.1:8080)
   --admin-token T     the admin token, or an operator's own token (default $AFLOAT_ADMIN_TOKEN)
-  --operator NAME     who acts, with the admin token (default $AFLOAT_OPERATOR); an
-                      operator's token acts as its operator
+  --operator NAME     who the admin token acts for (default $AFLOAT_OPERATOR, else "admin");
+                      an operator's token acts as its operator
   --json              print the gateway's JSON as it is
   --timeout 30s       how long to wait for the gateway
 `
@@ -67,7 +67,7 @@ func reviewCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(stderr, reviewUsage) }
 	fs.StringVar(&o.target, "target", envOr("AFLOAT_TARGET", "http://127.0.0.1:8080"), "the gateway's URL")
 	fs.StringVar(&o.token, "admin-token", os.Getenv("AFLOAT_ADMIN_TOKEN"), "the admin token or an operator's token")
-	fs.StringVar(&o.operator, "operator", os.Getenv("AFLOAT_OPERATOR"), "the operator who acts (with the admin token)")
+	fs.StringVar(&o.operator, "operator", os.Getenv("AFLOAT_OPERATOR"), `who the admin token acts for (default "admin")`)
 	fs.BoolVar(&o.json, "json", false, "print the gateway's JSON")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for the gateway")
 	switch cmd {
@@ -262,6 +262,10 @@ func printRefusal(w io.Writer, cmd, id string, status int, payload []byte) {
 	switch status {
 	case http.StatusUnauthorized:
 		fmt.Fprintln(w, "  check --admin-token (or AFLOAT_ADMIN_TOKEN): the admin token or an operator's token")
+	case http.StatusForbidden:
+		if e.Error.Code == "operator_mismatch" {
+			fmt.Fprintln(w, "  an operator's token acts as its operator: drop --operator (and AFLOAT_OPERATOR)")
+		}
 	case http.StatusBadRequest:
 		if e.Error.Code == "invalid_result" {
 			fmt.Fprintf(w, "  the item is unchanged; fix the answer and run resolve %s again\n", id)
