@@ -78,10 +78,16 @@ func (e *ProviderError) Error() string {
 func (e *ProviderError) Unwrap() error { return e.Err }
 
 // Transient reports whether one more attempt on the same provider may succeed: a connection
-// reset, a 502 or 503, a 429 that named a wait. The caller still checks the wait against its
-// deadline and its retry budget.
+// reset, a 502 or 503, a 429 that named a wait. A connection that was never established
+// (refused, a DNS failure, a dial timeout or reset) is not: the same address would fail
+// again, and the next tier should be asked at once. The caller still checks the wait against
+// its deadline and its retry budget.
 func (e *ProviderError) Transient() bool {
+	var op *net.OpError
+	var dns *net.DNSError
 	switch {
+	case errors.As(e.Err, &op) && op.Op == "dial", errors.As(e.Err, &dns):
+		return false
 	case e.Kind == Throttled:
 		return e.RetryAfter > 0
 	case e.Kind != Unavailable:

@@ -172,6 +172,10 @@ func (p Permit) Done(ctx context.Context, err error) {
 	}
 }
 
+// Probe reports whether the permit is the one probe of a half-open breaker: its outcome
+// closes or reopens the circuit.
+func (p Permit) Probe() bool { return p.token != 0 }
+
 // Cancel reports that the call was not made (a later gate skipped it): it frees the probe
 // slot of a probe and records nothing.
 func (p Permit) Cancel(ctx context.Context) {

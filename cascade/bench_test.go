@@ -2,7 +2,6 @@ package cascade
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/afloat-dev/afloat"
@@ -83,10 +82,9 @@ func BenchmarkSkipOpenCircuit(b *testing.B) {
 	req := &afloat.Request{}
 	b.ReportAllocs()
 	for b.Loop() {
-		r := afloat.Result[json.RawMessage]{Attempts: make([]afloat.Attempt, 0, 1)}
-		_, o := e.call(ctx, tr, req, false, &r)
-		if o != afloat.OutcomeCircuitOpen {
-			b.Fatal(o)
+		log := callLog{attempts: make([]afloat.Attempt, 0, 1)}
+		if out := e.call(ctx, &log, spec{tr: tr, req: req}); out.outcome != afloat.OutcomeCircuitOpen {
+			b.Fatal(out.outcome)
 		}
 	}
 }

@@ -8,11 +8,13 @@ import (
 )
 
 // retryBudget caps retries at a share of calls over a sliding window, so that a sustained
-// outage cannot multiply the load on a provider that is already failing. It counts in ten
+// outage cannot multiply the load on a provider that is already failing; a floor of retries
+// is always allowed, so that a quiet service still retries one failure. It counts in ten
 // buckets of Window/10. Safe for concurrent use.
 type retryBudget struct {
 	clock   clockwork.Clock
 	ratio   float64
+	floor   int
 	bucket  time.Duration
 	mu      sync.Mutex
 	start   time.Time // start of buckets[head]
@@ -22,7 +24,7 @@ type retryBudget struct {
 }
 
 func newRetryBudget(clock clockwork.Clock, cfg RetryConfig) *retryBudget {
-	return &retryBudget{clock: clock, ratio: cfg.BudgetRatio, bucket: cfg.Window / 10, start: clock.Now()}
+	return &retryBudget{clock: clock, ratio: cfg.BudgetRatio, floor: cfg.BudgetFloor, bucket: cfg.Window / 10, start: clock.Now()}
 }
 
 // advance moves the window to now. Callers hold mu.
@@ -54,7 +56,7 @@ func (b *retryBudget) call() {
 	b.mu.Unlock()
 }
 
-// take reserves one retry if the window's retries stay within ratio × calls.
+// take reserves one retry if the window's retries stay within max(floor, ratio × calls).
 func (b *retryBudget) take() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -64,7 +66,7 @@ func (b *retryBudget) take() bool {
 		calls += b.calls[i]
 		retries += b.retries[i]
 	}
-	if float64(retries+1) > b.ratio*float64(calls) {
+	if retries+1 > b.floor && float64(retries+1) > b.ratio*float64(calls) {
 		return false
 	}
 	b.retries[b.head]++

@@ -169,7 +169,7 @@ func TestBreakerOpensAndSkipsFast(t *testing.T) {
 		t.Fatalf("primary called %d times, want 5: an open circuit must not call", got)
 	}
 	m := fx.eng.Metrics()
-	if got := testutil.ToFloat64(m.CircuitState.WithLabelValues("p0")); got != 2 {
+	if got := m.CircuitState.Value("p0"); got != 2 {
 		t.Fatalf("circuit state gauge %v, want 2", got)
 	}
 	if got := testutil.ToFloat64(m.CircuitOpened.WithLabelValues("p0")); got != 1 {

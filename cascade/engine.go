@@ -31,14 +31,20 @@ type ProviderConfig struct {
 	// Timeouts configures the read timeout derived from measured latency; zero fields take
 	// latency's defaults.
 	Timeouts latency.Config
-	// MaxInFlight is the provider's bulkhead: calls beyond it skip the tier at once.
-	// 0 means 64.
+	// MaxInFlight is the provider's bulkhead: calls beyond it skip the tier at once (outcome
+	// bulkhead). 0 means 256: well above the concurrency a healthy provider answering in
+	// milliseconds sees from a service (128 callers never fill it, so a burst is not spilled to
+	// the backup), while a provider that hangs still holds at most that many goroutines, each
+	// for a bounded read timeout.
 	MaxInFlight int
 	// Retry bounds retries on this provider; zero fields take RetryConfig's defaults.
 	Retry RetryConfig
 	// Price turns tokens into cost; the zero Price costs nothing.
 	Price Price
 }
+
+// DefaultMaxInFlight is ProviderConfig.MaxInFlight's default.
+const DefaultMaxInFlight = 256
 
 // Price is a provider's price per million tokens.
 type Price struct {
@@ -59,6 +65,10 @@ type RetryConfig struct {
 	Max int
 	// BudgetRatio caps retries at this share of the calls over Window. 0 means 0.2.
 	BudgetRatio float64
+	// BudgetFloor is the retries always allowed over Window, whatever BudgetRatio says, so
+	// that a quiet service still retries its first transient failure (failsafe-go's budget
+	// has the same floor). 0 means 3; a negative value means none.
+	BudgetFloor int
 	// Window is the period the budget counts over. 0 means 10s.
 	Window time.Duration
 	// Backoff is the mean wait before a retry (jittered ±50%). 0 means 50ms.
@@ -76,6 +86,12 @@ func (r RetryConfig) withDefaults() (RetryConfig, error) {
 	}
 	if r.BudgetRatio == 0 {
 		r.BudgetRatio = 0.2
+	}
+	switch {
+	case r.BudgetFloor == 0:
+		r.BudgetFloor = 3
+	case r.BudgetFloor < 0:
+		r.BudgetFloor = 0
 	}
 	if r.Window == 0 {
 		r.Window = 10 * time.Second
@@ -139,7 +155,6 @@ type upstream struct {
 	p           afloat.Provider
 	br          *breaker.Breaker
 	timeouts    latency.Config
-	minAttempt  time.Duration
 	maxInFlight int64
 	inFlight    atomic.Int64
 	retry       RetryConfig
@@ -204,6 +219,8 @@ func New(cfg Config) (*Engine, error) {
 		e.upstreams[u.name] = u
 		e.order = append(e.order, u.name)
 		e.metrics.InitProvider(u.name)
+		// Read at scrape time, so an open period that ran out reads half-open.
+		e.metrics.CircuitState.Watch(u.name, func() float64 { return float64(u.br.State(context.Background())) })
 	}
 	return e, nil
 }
@@ -223,11 +240,10 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 		return nil, fmt.Errorf("max_in_flight %d is negative", pc.MaxInFlight)
 	}
 	if pc.MaxInFlight == 0 {
-		pc.MaxInFlight = 64
+		pc.MaxInFlight = DefaultMaxInFlight
 	}
 	// Validate the timeouts once here, so that a task never meets a bad config.
-	est, err := latency.NewEstimator(pc.Timeouts)
-	if err != nil {
+	if _, err := latency.NewEstimator(pc.Timeouts); err != nil {
 		return nil, err
 	}
 	bc := pc.Breaker
@@ -237,7 +253,6 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 	user := bc.OnStateChange
 	name := pc.Name
 	bc.OnStateChange = func(ev breaker.Event) {
-		e.metrics.CircuitState.WithLabelValues(name).Set(float64(ev.To))
 		if ev.To == breaker.StateOpen {
 			e.metrics.CircuitOpened.WithLabelValues(name).Inc()
 		}
@@ -251,7 +266,7 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 		return nil, err
 	}
 	return &upstream{
-		name: pc.Name, p: pc.Provider, br: br, timeouts: pc.Timeouts, minAttempt: est.Config().Min,
+		name: pc.Name, p: pc.Provider, br: br, timeouts: pc.Timeouts,
 		maxInFlight: int64(pc.MaxInFlight), retry: retry, budget: newRetryBudget(e.clock, retry), price: pc.Price,
 	}, nil
 }
@@ -323,9 +338,9 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 
 type callerBoundKey struct{}
 
-// withBudget puts the call's budget in ctx. When the caller's own deadline is the earlier
-// one, ctx is marked: a cut by that deadline says nothing about the provider's health, so it
-// does not move the breaker.
+// withBudget puts the call's budget in ctx: now+budget, or the caller's own deadline when
+// that is earlier. Then ctx is marked: a cut by that deadline says nothing about the
+// provider's health.
 func (e *Engine) withBudget(ctx context.Context, budget time.Duration) (context.Context, context.CancelFunc) {
 	bound := false
 	if d, ok := ctx.Deadline(); ok && d.Before(e.clock.Now().Add(budget)) {
@@ -338,11 +353,6 @@ func (e *Engine) withBudget(ctx context.Context, budget time.Duration) (context.
 	return ctx, cancel
 }
 
-// notProviders reports whether a failed attempt says nothing about the provider: the caller
-// left, or the caller's own deadline (not the task's budget, not the read timeout) cut it.
-func notProviders(ctx context.Context, deadlineCut bool) bool {
-	if errors.Is(ctx.Err(), context.Canceled) {
-		return true
-	}
-	return deadlineCut && ctx.Value(callerBoundKey{}) != nil
-}
+// callerBound reports whether the caller's own deadline, shorter than the budget, bounds the
+// call.
+func callerBound(ctx context.Context) bool { return ctx.Value(callerBoundKey{}) != nil }

@@ -92,7 +92,10 @@ func newFixture(t testing.TB, mod func(*Config), fns ...func(context.Context, *a
 		name := "p" + string(rune('0'+i))
 		f := &fake{name: name, fn: fn}
 		fx.fakes[name] = f
-		cfg.Providers = append(cfg.Providers, ProviderConfig{Name: name, Provider: f, Price: Price{InputPer1M: 1, OutputPer1M: 2, Currency: "USD"}})
+		// No floor under the retry budget: a retry on a fake clock waits for an Advance, and
+		// these tests script their calls one by one. The floor has tests of its own.
+		cfg.Providers = append(cfg.Providers, ProviderConfig{Name: name, Provider: f, Price: Price{InputPer1M: 1, OutputPer1M: 2, Currency: "USD"},
+			Retry: RetryConfig{BudgetFloor: -1}})
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -339,79 +339,76 @@ func (r *Route) Complete(ctx context.Context, in *afloat.Request) (*Reply, error
 	}
 	ctx, cancel := r.e.withBudget(ctx, r.budget)
 	defer cancel()
-	log := afloat.Result[json.RawMessage]{Tier: -1}
+	var log callLog
 	if !r.allowed(ctx) {
-		log.Reason = afloat.ReasonKillSwitch
-		return r.exhausted(log, start)
+		log.reason = afloat.ReasonKillSwitch
+		return r.exhausted(&log, start)
 	}
-	for i := range r.tiers {
-		tr := &r.tiers[i]
-		req, err := r.request(i, in)
-		if err != nil {
-			r.e.addAttempt(&log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
-		} else if resp, outcome := r.ask(ctx, tr, req, contract, tools, &log); outcome == afloat.OutcomeOK {
-			return r.answered(log, tr, resp, start, tr.idx > 0), nil
-		}
-		if i == 0 {
-			log.Reason = afloat.Reason(log.Attempts[len(log.Attempts)-1].Outcome)
-		}
-		if errors.Is(ctx.Err(), context.Canceled) {
-			return nil, ctx.Err()
-		}
+	var resp *afloat.Response
+	tr, err := r.e.eachTier(ctx, r.tiers, false, &log, func(ctx context.Context, tr *tier, reserve time.Duration) (bool, error) {
+		resp = r.ask(ctx, tr, in, reserve, contract, tools, &log)
+		return resp != nil, nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case tr == nil:
+		return r.exhausted(&log, start)
 	}
-	return r.exhausted(log, start)
+	return r.answered(&log, tr, resp, start, tr.idx > 0), nil
 }
 
 // ask calls one tier, checks the answer (tool calls against their tools' parameters, text
-// against the json_schema response format) and re-asks after a violation.
-func (r *Route) ask(ctx context.Context, tr *tier, req *afloat.Request, c *normalize.Contract, tools map[string]*normalize.Contract, log *afloat.Result[json.RawMessage]) (*afloat.Response, afloat.Outcome) {
-	for reask := 0; ; reask++ {
-		resp, outcome := r.e.call(ctx, tr, req, reask > 0, log)
-		if outcome != afloat.OutcomeOK {
-			return nil, outcome
-		}
-		var verr *afloat.ContractError
+// against the json_schema response format) and re-asks after a violation. It returns the
+// valid answer, or nil.
+func (r *Route) ask(ctx context.Context, tr *tier, in *afloat.Request, reserve time.Duration, c *normalize.Contract, tools map[string]*normalize.Contract, log *callLog) *afloat.Response {
+	req, err := r.request(tr.idx, in)
+	if err != nil {
+		r.e.record(log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
+		return nil
+	}
+	var chk normalize.ToolCheck // the last tool check, for a re-ask
+	check := func(resp *afloat.Response) (*afloat.Response, error) {
 		switch {
 		case len(resp.ToolCalls) > 0 && tools != nil:
-			chk := normalize.CheckToolCalls(resp.ToolCalls, tools)
+			chk = normalize.CheckToolCalls(resp.ToolCalls, tools)
 			if chk.Steps != 0 {
 				r.steps.count(chk.Steps)
 			}
-			if chk.Err == nil {
-				tr.attempts[afloat.OutcomeOK].Inc()
-				out := *resp
-				out.ToolCalls = chk.Calls
-				return &out, afloat.OutcomeOK
+			if chk.Err != nil {
+				return nil, chk.Err
 			}
-			verr = chk.Err
-			r.e.violation(r.name, tr, log, verr)
-			if reask >= r.maxReasks {
-				return nil, afloat.OutcomeContractViolation
-			}
-			tr.reasks.Inc()
-			req = toolReaskRequest(req, resp, chk, tools)
-			continue
+			out := *resp
+			out.ToolCalls = chk.Calls
+			return &out, nil
 		case c == nil || len(resp.ToolCalls) > 0:
-			tr.attempts[afloat.OutcomeOK].Inc()
-			return resp, afloat.OutcomeOK
+			return resp, nil
 		}
-		res := c.Normalize(resp.Content)
+		res := c.NormalizeAnswer(resp.Content, resp.FinishReason)
 		if res.Steps != 0 {
 			r.steps.count(res.Steps)
 		}
-		if res.Err == nil {
-			tr.attempts[afloat.OutcomeOK].Inc()
-			out := *resp
-			out.Content = string(res.Value)
-			return &out, afloat.OutcomeOK
+		if res.Err != nil {
+			return nil, res.Err
 		}
-		verr = res.Err
-		r.e.violation(r.name, tr, log, verr)
-		if reask >= r.maxReasks {
-			return nil, afloat.OutcomeContractViolation
+		out := *resp
+		out.Content = string(res.Value)
+		return &out, nil
+	}
+	for reask := 0; ; reask++ {
+		out := r.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, reserve: reserve, check: check})
+		switch {
+		case out.outcome == afloat.OutcomeOK:
+			return out.resp
+		case out.outcome != afloat.OutcomeContractViolation || reask >= r.maxReasks:
+			return nil
 		}
 		tr.reasks.Inc()
-		req = r.e.reaskRequest(tr, req, resp.Content, verr, c.Schema())
+		if len(out.resp.ToolCalls) > 0 && tools != nil {
+			req = toolReaskRequest(req, out.resp, chk, tools)
+		} else {
+			req = r.e.reaskRequest(tr, req, out.resp.Content, out.err, c.Schema())
+		}
 	}
 }
 
@@ -438,22 +435,6 @@ func toolReaskRequest(req *afloat.Request, resp *afloat.Response, chk normalize.
 	return &next
 }
 
-// violation marks the last attempt as a contract violation and counts it.
-func (e *Engine) violation(scope string, tr *tier, log *afloat.Result[json.RawMessage], err error) {
-	last := &log.Attempts[len(log.Attempts)-1]
-	last.Outcome, last.Error = afloat.OutcomeContractViolation, err.Error()
-	stage := "schema"
-	var ce *afloat.ContractError
-	if errors.As(err, &ce) {
-		stage = ce.Stage
-	}
-	e.metrics.ContractViolations.WithLabelValues(scope, tr.up.name, stage).Inc()
-	tr.attempts[afloat.OutcomeContractViolation].Inc()
-	if c := tr.answers[stage]; c != nil {
-		c.Inc()
-	}
-}
-
 func (r *Route) allowed(ctx context.Context) bool {
 	doc, err := r.e.flags.Flags(ctx)
 	if err != nil {
@@ -463,19 +444,19 @@ func (r *Route) allowed(ctx context.Context) bool {
 	return doc.Allow(r.name, Tenant(ctx))
 }
 
-func (r *Route) answered(log afloat.Result[json.RawMessage], tr *tier, resp *afloat.Response, start time.Time, degraded bool) *Reply {
+func (r *Route) answered(log *callLog, tr *tier, resp *afloat.Response, start time.Time, degraded bool) *Reply {
 	rep := &Reply{
-		Route: r.name, Response: resp, Source: afloat.SourceModel, Degraded: degraded, Reason: log.Reason,
-		Provider: tr.up.name, Tier: tr.idx, Attempts: log.Attempts, Usage: log.Usage,
+		Route: r.name, Response: resp, Source: afloat.SourceModel, Degraded: degraded, Reason: log.reason,
+		Provider: tr.up.name, Tier: tr.idx, Attempts: log.attempts, Usage: log.usage,
 	}
 	r.finish(rep, start)
 	return rep
 }
 
-func (r *Route) exhausted(log afloat.Result[json.RawMessage], start time.Time) (*Reply, error) {
+func (r *Route) exhausted(log *callLog, start time.Time) (*Reply, error) {
 	rep := &Reply{
-		Route: r.name, Source: afloat.SourceUnavailable, Degraded: true, Reason: log.Reason,
-		Tier: -1, Attempts: log.Attempts, Usage: log.Usage,
+		Route: r.name, Source: afloat.SourceUnavailable, Degraded: true, Reason: log.reason,
+		Tier: -1, Attempts: log.attempts, Usage: log.usage,
 	}
 	r.finish(rep, start)
 	return rep, ErrExhausted
@@ -497,13 +478,13 @@ func (r *Route) finish(rep *Reply, start time.Time) {
 type EmitFunc func(provider string, tier int, c afloat.Chunk) error
 
 // Stream runs the route for one chat request and passes the answer to emit as it arrives.
-// Until emit is first called another tier may still answer: a tier whose stream fails before
-// its first chunk is skipped like a failed call. Once a chunk went out, a failure ends the
-// call with a *StreamError. With a json_schema response format the answer is checked whole
-// first (re-asked or passed on to the next tier like Complete's) and then emitted. Without
-// one, tool calls are streamed as they come: their arguments, checked by Complete, cannot be
-// re-asked once a chunk is out. An error from emit (the client left) stops the call and is
-// returned.
+// Until emit is first called another attempt may still answer: a stream that fails before
+// its first chunk is retried or passed on to the next tier like a failed call. Once a chunk
+// went out, a failure ends the call with a *StreamError. With a json_schema response format
+// the answer is checked whole first (re-asked or passed on to the next tier like Complete's)
+// and then emitted. Without one, tool calls are streamed as they come: their arguments,
+// checked by Complete, cannot be re-asked once a chunk is out. An error from emit (the client
+// left) stops the call and is returned.
 func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (*Reply, error) {
 	contract, err := r.contract(in)
 	if err != nil {
@@ -527,37 +508,41 @@ func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 	}
 	ctx, cancel := r.e.withBudget(ctx, r.budget)
 	defer cancel()
-	log := afloat.Result[json.RawMessage]{Tier: -1}
+	var log callLog
 	if !r.allowed(ctx) {
-		log.Reason = afloat.ReasonKillSwitch
-		return r.exhausted(log, start)
+		log.reason = afloat.ReasonKillSwitch
+		return r.exhausted(&log, start)
 	}
-	for i := range r.tiers {
-		tr := &r.tiers[i]
-		req, err := r.request(i, in)
+	var out settled
+	tr, err := r.e.eachTier(ctx, r.tiers, true, &log, func(ctx context.Context, tr *tier, reserve time.Duration) (bool, error) {
+		req, err := r.request(tr.idx, in)
 		if err != nil {
-			r.e.addAttempt(&log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
-		} else {
-			resp, err := r.e.stream(ctx, tr, req, &log, emit)
-			var se *StreamError
-			if errors.As(err, &se) {
-				// Cut after the first byte: the client got part of an answer.
-				if i == 0 {
-					log.Reason = afloat.Reason(log.Attempts[len(log.Attempts)-1].Outcome)
-				}
-				rep := r.answered(log, tr, resp, start, true)
-				return rep, err
-			}
-			if resp != nil {
-				return r.answered(log, tr, resp, start, tr.idx > 0), err
-			}
+			r.e.record(&log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
+			return false, nil
 		}
-		if i == 0 {
-			log.Reason = afloat.Reason(log.Attempts[len(log.Attempts)-1].Outcome)
+		out = r.e.call(ctx, &log, spec{tr: tr, req: req, reserve: reserve, emit: emit})
+		switch {
+		case out.outcome == afloat.OutcomeOK:
+			return true, nil
+		case !out.emitted:
+			return false, nil
 		}
-		if errors.Is(ctx.Err(), context.Canceled) {
-			return nil, ctx.Err()
+		var gone *clientGone
+		if errors.As(out.err, &gone) {
+			return false, gone.err
 		}
+		// Cut after the first chunk: the client got part of an answer, and no other tier may
+		// answer any more.
+		return false, &StreamError{Provider: tr.up.name, Err: out.err}
+	})
+	switch {
+	case tr == nil && err != nil:
+		return nil, err
+	case tr == nil:
+		return r.exhausted(&log, start)
+	case err != nil:
+		var cut *StreamError
+		return r.answered(&log, tr, out.resp, start, errors.As(err, &cut) || tr.idx > 0), err
 	}
-	return r.exhausted(log, start)
+	return r.answered(&log, tr, out.resp, start, tr.idx > 0), nil
 }

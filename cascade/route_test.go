@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -186,11 +187,14 @@ func TestRouteStreamIdleTimeout(t *testing.T) {
 	}}
 	_, r := newRoute(t, clk, nil, nil, stalling)
 	done := make(chan error, 1)
-	var c collector
+	first := make(chan struct{})
+	var once sync.Once
+	emit := func(string, int, afloat.Chunk) error { once.Do(func() { close(first) }); return nil }
 	go func() {
-		_, err := r.Stream(context.Background(), hi, c.emit)
+		_, err := r.Stream(context.Background(), hi, emit)
 		done <- err
 	}()
+	<-first // the first chunk is out: what follows is a stall between chunks
 	// Waiters: the call's budget (30s) and the idle timer (the initial read timeout, 2s).
 	if err := clk.BlockUntilContext(context.Background(), 2); err != nil {
 		t.Fatal(err)
@@ -285,7 +289,7 @@ func TestCallerDeadlineDoesNotOpenSharedBreaker(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
 		res, _ := task.RunJSON(ctx, ticket)
 		cancel()
-		if len(res.Attempts) > 0 && res.Attempts[0].Outcome != afloat.OutcomeTimeout {
+		if len(res.Attempts) > 0 && res.Attempts[0].Outcome != afloat.OutcomeDeadline {
 			t.Fatalf("attempts %+v", res.Attempts)
 		}
 	}

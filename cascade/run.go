@@ -3,18 +3,13 @@ package cascade
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
 	"github.com/afloat-dev/afloat"
-	"github.com/afloat-dev/afloat/breaker"
-	"github.com/afloat-dev/afloat/latency"
 	"github.com/afloat-dev/afloat/normalize"
 	"github.com/afloat-dev/afloat/review"
-	"github.com/jonboulle/clockwork"
 )
 
 // enqueueTimeout bounds the commit of a review item, which runs even when the call's own
@@ -24,8 +19,7 @@ const enqueueTimeout = 5 * time.Second
 // RunJSON runs the flow of one call and returns the envelope with the answer as JSON. See
 // afloat.Runner for its error contract; an *InputError names a missing input field.
 func (t *Task) RunJSON(ctx context.Context, in afloat.Input) (afloat.Result[json.RawMessage], error) {
-	clk := t.e.clock
-	start := clk.Now()
+	start := t.e.clock.Now()
 	res := afloat.Result[json.RawMessage]{Task: t.name, Tier: -1}
 	if err := t.checkInput(in); err != nil {
 		return res, err
@@ -36,67 +30,66 @@ func (t *Task) RunJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 	ctx, cancel := t.e.withBudget(ctx, t.budget)
 	defer cancel()
 
+	var log callLog
 	doc, err := t.e.flags.Flags(ctx)
 	if err != nil {
 		t.e.log.Warn("flags unreadable; task treated as on", "task", t.name, "err", err)
 	}
 	if err == nil && !doc.Allow(t.name, Tenant(ctx)) {
-		res.Reason = afloat.ReasonKillSwitch
-		return t.exhausted(ctx, in, res, start)
+		log.reason = afloat.ReasonKillSwitch
+		return t.exhausted(ctx, in, &log, start)
 	}
-
-	for i := range t.tiers {
-		tr := &t.tiers[i]
-		val, outcome := t.runTier(ctx, tr, in, &res)
-		if outcome == afloat.OutcomeOK {
-			res.Value, res.Source = val, afloat.SourceModel
-			res.Degraded = tr.idx > 0
-			res.Provider, res.Tier, res.PromptVersion = tr.up.name, tr.idx, tr.version
-			return t.finish(res, start), nil
-		}
-		if i == 0 {
-			res.Reason = afloat.Reason(outcome)
-		}
-		if errors.Is(ctx.Err(), context.Canceled) {
-			// The caller left: no further tier, no policy.
-			return res, ctx.Err()
-		}
+	var val json.RawMessage
+	tr, err := t.e.eachTier(ctx, t.tiers, false, &log, func(ctx context.Context, tr *tier, reserve time.Duration) (bool, error) {
+		v, ok := t.ask(ctx, tr, in, reserve, &log)
+		val = v
+		return ok, nil
+	})
+	if err != nil {
+		return res, err
 	}
-	return t.exhausted(ctx, in, res, start)
+	if tr == nil {
+		return t.exhausted(ctx, in, &log, start)
+	}
+	res.Value, res.Source, res.Degraded = val, afloat.SourceModel, tr.idx > 0
+	res.Provider, res.Tier, res.PromptVersion = tr.up.name, tr.idx, tr.version
+	return t.finish(res, &log, start), nil
 }
 
-// runTier asks one tier, re-asking up to maxReasks times after a contract violation, and
-// returns the valid answer or the tier's final outcome.
-func (t *Task) runTier(ctx context.Context, tr *tier, in afloat.Input, res *afloat.Result[json.RawMessage]) (json.RawMessage, afloat.Outcome) {
+// ask asks one tier, re-asking up to maxReasks times after a contract violation, and returns
+// the valid answer.
+func (t *Task) ask(ctx context.Context, tr *tier, in afloat.Input, reserve time.Duration, log *callLog) (json.RawMessage, bool) {
 	msgs, err := tr.prompt.Render(in)
 	if err != nil {
-		t.e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
-		return nil, afloat.OutcomeClientError
+		t.e.record(log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
+		return nil, false
 	}
 	req := &afloat.Request{
 		Messages: msgs, ResponseFormat: t.format, MaxTokens: tr.maxTokens,
 		Temperature: tr.temperature, Task: t.name,
 	}
-	for reask := 0; ; reask++ {
-		resp, outcome := t.e.call(ctx, tr, req, reask > 0, res)
-		if outcome != afloat.OutcomeOK {
-			return nil, outcome
-		}
-		out := t.contract.Normalize(resp.Content)
+	check := func(resp *afloat.Response) (*afloat.Response, error) {
+		out := t.contract.NormalizeAnswer(resp.Content, resp.FinishReason)
 		if out.Steps != 0 {
 			t.steps.count(out.Steps)
 		}
-		if out.Err == nil {
-			tr.attempts[afloat.OutcomeOK].Inc()
-			tr.answers["ok"].Inc()
-			return out.Value, afloat.OutcomeOK
+		if out.Err != nil {
+			return nil, out.Err
 		}
-		t.e.violation(t.name, tr, res, out.Err)
-		if reask >= t.maxReasks {
-			return nil, afloat.OutcomeContractViolation
+		ok := *resp
+		ok.Content = string(out.Value)
+		return &ok, nil
+	}
+	for reask := 0; ; reask++ {
+		out := t.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, reserve: reserve, check: check})
+		switch {
+		case out.outcome == afloat.OutcomeOK:
+			return json.RawMessage(out.resp.Content), true
+		case out.outcome != afloat.OutcomeContractViolation || reask >= t.maxReasks:
+			return nil, false
 		}
 		tr.reasks.Inc()
-		req = t.e.reaskRequest(tr, req, resp.Content, out.Err, t.contract.Schema())
+		req = t.e.reaskRequest(tr, req, out.resp.Content, out.err, t.contract.Schema())
 	}
 }
 
@@ -122,147 +115,9 @@ func (e *Engine) reaskRequest(tr *tier, req *afloat.Request, answer string, verr
 	return &next
 }
 
-// call passes the gates of one tier (circuit, deadline, bulkhead) and makes the call, with
-// retries on the same provider for transient failures. Every try is appended to res.
-func (e *Engine) call(ctx context.Context, tr *tier, req *afloat.Request, reask bool, res *afloat.Result[json.RawMessage]) (*afloat.Response, afloat.Outcome) {
-	clk := e.clock
-	u := tr.up
-	for try := 0; ; try++ {
-		permit, err := u.br.Allow(ctx)
-		if err != nil {
-			e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeCircuitOpen, Reask: reask})
-			return nil, afloat.OutcomeCircuitOpen
-		}
-		read := tr.est.ReadTimeout()
-		timeout, ok := latency.AttemptTimeout(ctx, clk, read, u.minAttempt)
-		if !ok {
-			permit.Cancel(ctx)
-			e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeDeadline, Reask: reask})
-			return nil, afloat.OutcomeDeadline
-		}
-		if !u.acquire() {
-			permit.Cancel(ctx)
-			e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeBulkhead, Reask: reask})
-			return nil, afloat.OutcomeBulkhead
-		}
-		if try == 0 {
-			u.budget.call()
-		}
-		tr.readTimeout.Set(read.Seconds())
-
-		began := clk.Now()
-		actx, cancel := latency.WithTimeout(ctx, clk, timeout)
-		resp, err := u.p.Complete(actx, req)
-		took := clk.Since(began)
-		cut := actx.Err() != nil
-		cancel()
-		u.release()
-
-		if err == nil {
-			permit.Done(ctx, nil)
-			tr.est.Observe(took)
-			tr.latency.Observe(took.Seconds())
-			e.account(tr, res, resp)
-			e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeOK, Latency: took, Reask: reask})
-			return resp, afloat.OutcomeOK
-		}
-
-		if errors.Is(ctx.Err(), context.Canceled) {
-			// The caller left; this says nothing about the provider.
-			permit.Cancel(ctx)
-			e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeDeadline, Latency: took, Reask: reask, Error: "caller cancelled"})
-			return nil, afloat.OutcomeDeadline
-		}
-		if cut && !afloat.IsTimeout(err) {
-			// Our read timeout or the deadline cut the call, whatever the adapter made of it.
-			err = &afloat.ProviderError{Provider: u.name, Kind: afloat.Unavailable, Timeout: true, Err: err}
-		}
-		if notProviders(ctx, cut && timeout < read) {
-			permit.Cancel(ctx)
-			e.addAttempt(res, tr, afloat.Attempt{Outcome: afloat.OutcomeTimeout, Latency: took, Reask: reask, Error: "cut by the caller's deadline"})
-			return nil, afloat.OutcomeTimeout
-		}
-		if afloat.IsTimeout(err) && timeout == read {
-			// A cut by the read timeout is a censored sample (the latency is at least
-			// that); a cut by the deadline's remainder says less and is left out.
-			tr.est.ObserveTimeout(took)
-		}
-		permit.Done(ctx, err)
-		outcome := afloat.OutcomeError(err)
-		e.addAttempt(res, tr, afloat.Attempt{Outcome: outcome, Latency: took, Reask: reask, Error: err.Error()})
-
-		wait, retry := e.retryable(ctx, tr, err, try)
-		if !retry {
-			return nil, outcome
-		}
-		if !sleep(ctx, clk, wait) {
-			return nil, outcome
-		}
-		tr.retries.Inc()
-	}
-}
-
-// retryable decides whether a failed try is retried on the same provider, and after what
-// wait: only a transient failure, within the retry count and budget, with the breaker still
-// closed and time left in the deadline for the wait and a useful attempt.
-func (e *Engine) retryable(ctx context.Context, tr *tier, err error, try int) (time.Duration, bool) {
-	u := tr.up
-	if try >= u.retry.Max {
-		return 0, false
-	}
-	var pe *afloat.ProviderError
-	if !errors.As(err, &pe) || !pe.Transient() {
-		return 0, false
-	}
-	wait := time.Duration(float64(u.retry.Backoff) * (0.5 + rand.Float64()))
-	if pe.RetryAfter > 0 {
-		if pe.RetryAfter > u.retry.MaxWait {
-			return 0, false
-		}
-		wait = pe.RetryAfter
-	}
-	if _, ok := latency.AttemptTimeout(ctx, e.clock, time.Hour, wait+u.minAttempt); !ok {
-		return 0, false
-	}
-	if u.br.State(ctx) != breaker.StateClosed {
-		return 0, false
-	}
-	if !u.budget.take() {
-		return 0, false
-	}
-	return wait, true
-}
-
-// sleep waits d on clk, or until ctx is done; it reports whether the wait completed.
-func sleep(ctx context.Context, clk clockwork.Clock, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := clk.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.Chan():
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (e *Engine) addAttempt(res *afloat.Result[json.RawMessage], tr *tier, a afloat.Attempt) {
-	a.Provider, a.Tier, a.PromptVersion = tr.up.name, tr.idx, tr.version
-	if res.Attempts == nil {
-		res.Attempts = make([]afloat.Attempt, 0, 4)
-	}
-	res.Attempts = append(res.Attempts, a)
-	// An answered call is counted once its contract is checked (ok or contract_violation).
-	if a.Outcome != afloat.OutcomeOK {
-		tr.attempts[a.Outcome].Inc()
-	}
-}
-
 // exhausted answers by the task's policy once no tier answered.
-func (t *Task) exhausted(ctx context.Context, in afloat.Input, res afloat.Result[json.RawMessage], start time.Time) (afloat.Result[json.RawMessage], error) {
-	res.Degraded = true
+func (t *Task) exhausted(ctx context.Context, in afloat.Input, log *callLog, start time.Time) (afloat.Result[json.RawMessage], error) {
+	res := afloat.Result[json.RawMessage]{Task: t.name, Tier: -1, Degraded: true}
 	res.Source = afloat.SourceUnavailable
 	switch t.policy {
 	case PolicyHeuristic:
@@ -279,25 +134,25 @@ func (t *Task) exhausted(ctx context.Context, in afloat.Input, res afloat.Result
 		}
 		res.Value, res.Source = val, afloat.SourceHeuristic
 	case PolicyHuman:
-		id, err := t.enqueue(ctx, in, res)
+		id, err := t.enqueue(ctx, in, log)
 		if err != nil {
 			t.e.log.Error("review queue cannot commit", "task", t.name, "err", err)
-			return t.finish(res, start), fmt.Errorf("%w: %w", afloat.ErrReviewUnavailable, err)
+			return t.finish(res, log, start), fmt.Errorf("%w: %w", afloat.ErrReviewUnavailable, err)
 		}
 		res.Source, res.ReviewID, res.ReviewSLA = afloat.SourceHuman, id, t.reviewSLA
 		res.ExpectedBy = t.e.clock.Now().Add(t.reviewSLA).UTC()
 	case PolicyBlock:
-		return t.finish(res, start), afloat.ErrBlocked
+		return t.finish(res, log, start), afloat.ErrBlocked
 	}
-	return t.finish(res, start), nil
+	return t.finish(res, log, start), nil
 }
 
-func (t *Task) enqueue(ctx context.Context, in afloat.Input, res afloat.Result[json.RawMessage]) (string, error) {
+func (t *Task) enqueue(ctx context.Context, in afloat.Input, log *callLog) (string, error) {
 	input, err := json.Marshal(in)
 	if err != nil {
 		return "", fmt.Errorf("input: %w", err)
 	}
-	item := &review.Item{Task: t.name, Tenant: Tenant(ctx), Input: input, Attempts: res.Attempts}
+	item := &review.Item{Task: t.name, Tenant: Tenant(ctx), Input: input, Attempts: log.attempts}
 	item.IdempotencyKey, _ = ctx.Value(idempotencyKey{}).(string)
 	for _, tr := range t.tiers {
 		item.PromptVersions = append(item.PromptVersions, tr.version)
@@ -308,8 +163,9 @@ func (t *Task) enqueue(ctx context.Context, in afloat.Input, res afloat.Result[j
 	return t.e.review.Enqueue(ctx, item)
 }
 
-// finish stamps the latency and counts the call.
-func (t *Task) finish(res afloat.Result[json.RawMessage], start time.Time) afloat.Result[json.RawMessage] {
+// finish fills the envelope in from the call's log, stamps the latency and counts the call.
+func (t *Task) finish(res afloat.Result[json.RawMessage], log *callLog, start time.Time) afloat.Result[json.RawMessage] {
+	res.Attempts, res.Usage, res.Reason = log.attempts, log.usage, log.reason
 	res.Latency = t.e.clock.Since(start)
 	if res.Source == afloat.SourceModel && !res.Degraded {
 		t.okRequests.Inc()
@@ -318,13 +174,4 @@ func (t *Task) finish(res afloat.Result[json.RawMessage], start time.Time) afloa
 	}
 	t.shareGauge.Set(t.share.record(res.Degraded))
 	return res
-}
-
-// account adds a response's usage and cost to the call's log and the tier's metrics.
-func (e *Engine) account(tr *tier, log *afloat.Result[json.RawMessage], resp *afloat.Response) {
-	usage := resp.Usage
-	usage.Cost, usage.Currency = tr.up.price.cost(usage), tr.up.price.Currency
-	tr.tokens.Add(float64(usage.InputTokens + usage.OutputTokens))
-	tr.cost.Add(usage.Cost)
-	log.Usage = log.Usage.Add(usage)
 }

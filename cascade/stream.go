@@ -2,102 +2,42 @@ package cascade
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/afloat-dev/afloat"
-	"github.com/afloat-dev/afloat/latency"
 )
 
-// stream makes one streamed attempt on a tier: the gates, then the stream, with the read
-// timeout bounding the wait for the first chunk and then each gap between chunks. It
-// returns nil before any chunk was emitted (the next tier may answer); after that, the
-// assembled response, with a *StreamError or emit's error when the stream did not end
-// cleanly.
-func (e *Engine) stream(ctx context.Context, tr *tier, req *afloat.Request, log *afloat.Result[json.RawMessage], emit EmitFunc) (*afloat.Response, error) {
-	clk := e.clock
-	u := tr.up
-	sp, canStream := u.p.(afloat.Streamer)
-	if !canStream {
-		resp, outcome := e.call(ctx, tr, req, false, log)
-		if outcome != afloat.OutcomeOK {
-			return nil, nil
+// stream runs a streamed attempt: it opens the provider's stream (or, for a provider that
+// cannot stream, makes one Complete call and passes its answer as one chunk) and passes each
+// chunk to the client. The attempt's timer bounds the wait for the first chunk, then is
+// re-armed with the read timeout for each gap between chunks, so a stalled stream is cut.
+// It returns what was received, whether any of it reached the client, and how the stream
+// ended: nil for a clean end, a *clientGone when emit failed.
+func (a *attempt) stream(ctx context.Context) (*afloat.Response, bool, error) {
+	u, tr, emit := a.s.tr.up, a.s.tr, a.s.emit
+	var s afloat.Stream
+	if sp, ok := u.p.(afloat.Streamer); ok {
+		var err error
+		if s, err = sp.Stream(ctx, a.s.req); err != nil {
+			return nil, false, err
 		}
-		tr.attempts[afloat.OutcomeOK].Inc()
-		uu := resp.Usage
-		return resp, emit(u.name, tr.idx, afloat.Chunk{Delta: resp.Content, ToolCalls: resp.ToolCalls, FinishReason: resp.FinishReason, Usage: &uu})
-	}
-	permit, err := u.br.Allow(ctx)
-	if err != nil {
-		e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeCircuitOpen})
-		return nil, nil
-	}
-	read := tr.streamEst.ReadTimeout()
-	timeout, ok := latency.AttemptTimeout(ctx, clk, read, u.minAttempt)
-	if !ok {
-		permit.Cancel(ctx)
-		e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeDeadline})
-		return nil, nil
-	}
-	if !u.acquire() {
-		permit.Cancel(ctx)
-		e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeBulkhead})
-		return nil, nil
-	}
-	defer u.release()
-	u.budget.call()
-
-	began := clk.Now()
-	sctx, scancel := context.WithCancel(ctx)
-	defer scancel()
-	var cut atomic.Bool
-	timer := clk.AfterFunc(timeout, func() {
-		cut.Store(true)
-		scancel()
-	})
-	defer timer.Stop()
-
-	// failed records a failed stream and whether it may count against the provider.
-	failed := func(err error, took time.Duration, first bool) error {
-		if cut.Load() && !afloat.IsTimeout(err) {
-			err = &afloat.ProviderError{Provider: u.name, Kind: afloat.Unavailable, Timeout: true, Err: err}
+	} else {
+		resp, err := u.p.Complete(ctx, a.s.req)
+		if err != nil {
+			return nil, false, err
 		}
-		outcome := afloat.OutcomeError(err)
-		switch {
-		case errors.Is(ctx.Err(), context.Canceled):
-			// The client left: no outcome of the provider's to count, as in call.
-			permit.Cancel(ctx)
-			e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeDeadline, Latency: took, Error: "caller cancelled"})
-			return err
-		case notProviders(ctx, cut.Load() && timeout < read):
-			permit.Cancel(ctx)
-		default:
-			permit.Done(ctx, err)
-			if first && cut.Load() && timeout == read {
-				tr.streamEst.ObserveTimeout(took)
-			}
-		}
-		e.addAttempt(log, tr, afloat.Attempt{Outcome: outcome, Latency: took, Error: err.Error()})
-		return err
-	}
-
-	s, err := sp.Stream(sctx, req)
-	if err != nil {
-		failed(err, clk.Since(began), true)
-		return nil, nil
+		s = afloat.StreamOf(resp)
 	}
 	defer s.Close()
+
 	var b strings.Builder
 	resp := &afloat.Response{}
 	emitted := false
-	var firstAt time.Duration
 	for {
 		c, err := s.Recv()
-		if !timer.Stop() && err == nil {
+		if !a.timer.Stop() && err == nil {
 			// The timer fired as the chunk arrived: the stream's context is gone already.
 			err = &afloat.ProviderError{Provider: u.name, Kind: afloat.Unavailable, Timeout: true, Err: context.Canceled}
 		}
@@ -105,14 +45,8 @@ func (e *Engine) stream(ctx context.Context, tr *tier, req *afloat.Request, log 
 			break
 		}
 		if err != nil {
-			err = failed(err, clk.Since(began), !emitted)
-			if !emitted {
-				return nil, nil
-			}
-			// After the first byte no other tier may answer: the stream is cut.
 			resp.Content = b.String()
-			e.account(tr, log, resp)
-			return resp, &StreamError{Provider: u.name, Err: err}
+			return resp, emitted, err
 		}
 		if c.Usage != nil {
 			resp.Usage = *c.Usage
@@ -124,35 +58,27 @@ func (e *Engine) stream(ctx context.Context, tr *tier, req *afloat.Request, log 
 		b.WriteString(c.Delta)
 		if emitted || c.Delta != "" || len(c.ToolCalls) > 0 || c.FinishReason != "" {
 			if !emitted {
-				emitted, firstAt = true, clk.Since(began)
+				emitted, a.sample = true, a.e.clock.Since(a.began)
 			}
 			if err := emit(u.name, tr.idx, c); err != nil {
-				permit.Cancel(ctx) // the client left: nothing to say about the provider
 				resp.Content = b.String()
-				e.account(tr, log, resp)
-				return resp, err
+				return resp, true, &clientGone{err}
 			}
 		}
-		// Wait for the next chunk at most the read timeout: a stalled stream is cut.
-		timer.Reset(read)
+		// The next gap may last the read timeout; a cut then is the provider's stall, unless
+		// the budget ends first.
+		a.bound = a.read >= remaining(ctx, a.e.clock)
+		a.squeezed = a.bound
+		a.timer.Reset(a.read)
 	}
-	took := clk.Since(began)
 	resp.Content = b.String()
-	permit.Done(ctx, nil)
-	if !emitted {
-		firstAt = took
-	}
-	tr.streamEst.Observe(firstAt)
-	tr.latency.Observe(took.Seconds())
-	e.account(tr, log, resp)
-	e.addAttempt(log, tr, afloat.Attempt{Outcome: afloat.OutcomeOK, Latency: took})
-	tr.attempts[afloat.OutcomeOK].Inc()
 	if !emitted {
 		// An empty answer still finishes the stream.
 		usage := resp.Usage
 		if err := emit(u.name, tr.idx, afloat.Chunk{FinishReason: resp.FinishReason, Usage: &usage}); err != nil {
-			return resp, err
+			return resp, true, &clientGone{err}
 		}
+		emitted = true
 	}
-	return resp, nil
+	return resp, emitted, nil
 }

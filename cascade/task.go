@@ -127,6 +127,7 @@ type Task struct {
 
 // tier is a Tier resolved against the engine, with its metric handles bound.
 type tier struct {
+	scope       string // the task's or route's name
 	idx         int
 	up          *upstream
 	prompt      *prompt.Template
@@ -145,6 +146,7 @@ type tier struct {
 	reasks      prometheus.Counter
 	retries     prometheus.Counter
 	answers     map[string]prometheus.Counter // by result (ok or a stage); nil for routes
+	answered    prometheus.Counter            // answers["ok"]; nil for routes
 }
 
 // Task builds a task over the engine's providers. It refuses a configuration that could not
@@ -244,6 +246,7 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 		for _, r := range telemetry.PromptResults() {
 			tr.answers[r] = e.prompts.Answers.WithLabelValues(cfg.Name, tc.Provider, pv, r)
 		}
+		tr.answered = tr.answers["ok"]
 		t.tiers = append(t.tiers, tr)
 		fields = append(fields, tc.Prompt.Fields()...)
 	}
@@ -310,7 +313,7 @@ func (e *Engine) newTier(scope string, i int, provider, version string) (tier, e
 	}
 	m := e.metrics
 	tr := tier{
-		idx: i, up: u, version: version, est: est,
+		scope: scope, idx: i, up: u, version: version, est: est,
 		attempts:    map[afloat.Outcome]prometheus.Counter{},
 		latency:     m.ProviderLatency.WithLabelValues(u.name, scope),
 		readTimeout: m.ReadTimeout.WithLabelValues(u.name, scope),

@@ -235,7 +235,7 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 	}
 	return cascade.ProviderConfig{
 		Name: p.Name, Provider: w, Breaker: bc, Timeouts: lc, MaxInFlight: p.MaxInFlight,
-		Retry: cascade.RetryConfig{Max: noneIsNegative(p.Retry.Max), BudgetRatio: p.Retry.BudgetRatio, Window: p.Retry.Window},
+		Retry: cascade.RetryConfig{Max: noneIsNegative(p.Retry.Max), BudgetRatio: p.Retry.BudgetRatio, BudgetFloor: noneIsNegative(p.Retry.BudgetFloor), Window: p.Retry.Window},
 		Price: cascade.Price{InputPer1M: p.Price.InputPer1M, OutputPer1M: p.Price.OutputPer1M, Currency: p.Price.Currency},
 	}, true
 }

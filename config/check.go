@@ -1,9 +1,11 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 
 	"github.com/afloat-dev/afloat/cascade"
@@ -53,15 +55,20 @@ func check(data []byte, dir string, env func(string) (string, bool)) ([]string, 
 	return warnings(f), errs.sorted().err()
 }
 
-// warnings returns what Check warns about in a loaded file.
+// warnings returns what Check warns about in a loaded file, in line order.
 func warnings(f *File) []string {
-	var out []string
+	type warning struct {
+		line int
+		msg  string
+	}
+	var ws []warning
 	warn := func(path, format string, args ...any) {
 		msg := path + ": " + fmt.Sprintf(format, args...)
-		if line := f.Line(path); line > 0 {
+		line := f.Line(path)
+		if line > 0 {
 			msg = fmt.Sprintf("line %d: %s", line, msg)
 		}
-		out = append(out, msg)
+		ws = append(ws, warning{line, msg})
 	}
 	for _, t := range f.Tasks {
 		path := "tasks." + t.Name
@@ -84,16 +91,48 @@ func warnings(f *File) []string {
 			warn("routes."+r.Name, "cascade has a single tier: when its provider fails, the route answers unavailable")
 		}
 	}
-	unapplied := []string{"breaker.ramp_up", "timeouts.write", "timeouts.pool"}
-	for _, key := range unapplied {
-		if p := "defaults." + key; f.Line(p) > 0 {
+	for _, p := range unapplied(f) {
+		if f.Line(p) > 0 {
 			warn(p, "is not applied by this build")
 		}
+	}
+	slices.SortStableFunc(ws, func(a, b warning) int { return cmp.Compare(a.line, b.line) })
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.msg
+	}
+	return out
+}
+
+// unappliedKeys are keys Load accepts and this build does not apply yet, besides the guards'
+// and the alerts' below. Each leaves this list with the work that applies it.
+var unappliedKeys = []string{
+	"state.redis",       // the redis state backend (state.backend redis is an error)
+	"state.on_failure",  // the redis state backend
+	"review.postgres",   // the postgres review store (review.store postgres is an error)
+	"review.webhook",    // review webhooks
+	"flags.openfeature", // the OpenFeature flag provider
+	"telemetry.otlp",    // trace export
+	"drill.max_age",     // drills, with afloat_drill_age_seconds
+}
+
+// unappliedGuards are keys of a provider's guards, under defaults and under each provider,
+// that this build does not apply yet.
+var unappliedGuards = []string{"breaker.ramp_up", "timeouts.write", "timeouts.pool"}
+
+// unapplied returns the key paths that Check warns about when the file writes them.
+func unapplied(f *File) []string {
+	out := slices.Clone(unappliedKeys)
+	for _, key := range unappliedGuards {
+		out = append(out, "defaults."+key)
 		for _, pr := range f.Providers {
-			if p := "providers." + pr.Name + "." + key; f.Line(p) > 0 {
-				warn(p, "is not applied by this build")
-			}
+			out = append(out, "providers."+pr.Name+"."+key)
 		}
+	}
+	// Every alert: nothing evaluates alerts yet (afloat_alerts_firing comes with that work).
+	_, alerts := fieldsOf(reflect.TypeFor[Alerts]())
+	for _, a := range alerts {
+		out = append(out, "alerts."+a)
 	}
 	return out
 }

@@ -1,20 +1,29 @@
 package config
 
 import (
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestCheckExample: the example passes `afloat check` with no environment variable set and
-// no warning.
+// TestCheckExample: the example passes `afloat check` with no environment variable set, and
+// it writes no key that this build does not apply (check would warn about it).
 func TestCheckExample(t *testing.T) {
 	warnings, err := Check(examplePath)
 	if err != nil {
 		t.Fatalf("check: %v", err)
 	}
-	if len(warnings) != 0 {
-		t.Errorf("warnings %q, want none", warnings)
+	// Drop a line here when the example stops writing its key or the key is applied.
+	var want []string
+	if len(warnings) != len(want) {
+		t.Fatalf("warnings %q, want %q", warnings, want)
+	}
+	for i, w := range want {
+		if !strings.HasSuffix(warnings[i], w) {
+			t.Errorf("warning %q, want one ending %q", warnings[i], w)
+		}
 	}
 }
 
@@ -143,6 +152,72 @@ func TestCheckWarnings(t *testing.T) {
 			t.Errorf("no warning %q in %q", tc.want, warnings)
 		})
 	}
+}
+
+// TestCheckUnappliedKeys: each key Load accepts but this build does not apply gets a warning
+// naming its path and line; a file without them gets none.
+func TestCheckUnappliedKeys(t *testing.T) {
+	tests := []struct {
+		name    string
+		snippet string // prepended to minimal, with "# here" on the key's line
+		path    string
+	}{
+		{"state.redis", "state:\n  backend: memory\n  redis: {url: \"redis://127.0.0.1:6379/0\"}  # here\n", "state.redis"},
+		{"state.on_failure", "state:\n  on_failure: local  # here\n", "state.on_failure"},
+		{"review.postgres", "review:\n  store: sqlite\n  postgres: {url: \"postgres://localhost/afloat\"}  # here\n", "review.postgres"},
+		{"review.webhook", "review:\n  webhook: {url: \"https://hooks.example/review\", secret: s3cret}  # here\n", "review.webhook"},
+		{"flags.openfeature", "flags:\n  openfeature: {provider: flagd, endpoint: \"localhost:8013\"}  # here\n", "flags.openfeature"},
+		{"telemetry.otlp", "telemetry:\n  otlp: {endpoint: \"http://127.0.0.1:4318\"}  # here\n", "telemetry.otlp"},
+		{"drill.max_age", "drill:\n  max_age: 720h  # here\n", "drill.max_age"},
+		{"alerts.fallback_share", "alerts:\n  fallback_share: {above: 0.3, for: 10m}  # here\n", "alerts.fallback_share"},
+		{"alerts.primary_open", "alerts:\n  primary_open: {for: 1m}  # here\n", "alerts.primary_open"},
+		{"alerts.contract_violation_rate", "alerts:\n  contract_violation_rate: {above: 0.1, for: 5m, webhook: \"https://hooks.example/alert\"}  # here\n", "alerts.contract_violation_rate"},
+		{"alerts.review_sla", "alerts:\n  review_sla: {for: 0s}  # here\n", "alerts.review_sla"},
+		{"defaults.breaker.ramp_up", "defaults:\n  breaker: {ramp_up: 1m}  # here\n", "defaults.breaker.ramp_up"},
+		{"defaults.timeouts.pool", "defaults:\n  timeouts:\n    pool: 50ms  # here\n", "defaults.timeouts.pool"},
+		{"providers.primary.timeouts.write", "", "providers.primary.timeouts.write"},
+	}
+	check := func(t *testing.T, config string) []string {
+		t.Helper()
+		dir := writeTree(t, map[string]string{
+			"afloat.yaml": config, "triage.json": triageSchema,
+			"prompts/primary.v1.tmpl": triagePrompt, "prompts/backup.v1.tmpl": triagePrompt,
+		})
+		warnings, err := Check(filepath.Join(dir, "afloat.yaml"))
+		if err != nil {
+			t.Fatalf("check: %v", err)
+		}
+		return warnings
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			config := tc.snippet + minimal
+			if tc.snippet == "" {
+				config = strings.Replace(minimal, "primary: {type: sim}", "primary: {type: sim, timeouts: {write: 2s}}  # here", 1)
+			}
+			want := fmt.Sprintf("line %d: %s: is not applied by this build", markedLine(t, config), tc.path)
+			warnings := check(t, config)
+			if !slices.Contains(warnings, want) {
+				t.Fatalf("no warning %q in %q", want, warnings)
+			}
+			if len(warnings) != 1 {
+				t.Errorf("warnings %q, want only %q", warnings, want)
+			}
+		})
+	}
+	t.Run("none", func(t *testing.T) {
+		// The applied neighbours of those keys.
+		config := `state: {backend: memory}
+review: {store: sqlite, sqlite: {path: queue.db}, claim_ttl: 15m, retention: 720h}
+alerts: {}
+defaults:
+  breaker: {recovery: 10s, unusable_cooldown: 1m}
+  timeouts: {connect: 500ms, initial: 1s}
+` + minimal
+		if warnings := check(t, config); len(warnings) != 0 {
+			t.Fatalf("warnings %q, want none", warnings)
+		}
+	})
 }
 
 func TestSampleValue(t *testing.T) {

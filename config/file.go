@@ -185,7 +185,7 @@ type Defaults struct {
 	Timeouts Timeouts `yaml:"timeouts"`
 	Retry    Retry    `yaml:"retry"`
 	Reask    Reask    `yaml:"reask"`
-	// MaxInFlight is each provider's bulkhead. Absent means 64.
+	// MaxInFlight is each provider's bulkhead. Absent means 256.
 	MaxInFlight int `yaml:"max_in_flight"`
 }
 
@@ -249,6 +249,9 @@ type Retry struct {
 	// BudgetRatio caps retries at this share of calls over Window, in [0, 1]. Absent means
 	// 0.2.
 	BudgetRatio float64 `yaml:"budget_ratio"`
+	// BudgetFloor is the retries always allowed over Window, whatever BudgetRatio says; 0
+	// means none. Absent means 3.
+	BudgetFloor int `yaml:"budget_floor"`
 	// Window is the period the budget counts over. Absent means 10s.
 	Window time.Duration `yaml:"window"`
 }

@@ -144,9 +144,15 @@ func drive(t *testing.T, clk *clockwork.FakeClock, waiters int, done <-chan stru
 		if step > 100000 {
 			t.Fatal("the call never ended")
 		}
+		// waiters while an attempt runs; one fewer while a retry waits out its backoff.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 		blocked := clk.BlockUntilContext(ctx, waiters) == nil
 		cancel()
+		if !blocked {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+			blocked = clk.BlockUntilContext(ctx, waiters-1) == nil
+			cancel()
+		}
 		if blocked {
 			clk.Advance(10 * time.Millisecond)
 		}

@@ -76,9 +76,9 @@ func builtinDefaults() Defaults {
 			Multiplier: 1.5, Min: 200 * time.Millisecond, Max: 10 * time.Second, Initial: 2 * time.Second,
 			MinSamples: 20,
 		},
-		Retry:       Retry{Max: 1, BudgetRatio: 0.2, Window: 10 * time.Second},
+		Retry:       Retry{Max: 1, BudgetRatio: 0.2, BudgetFloor: 3, Window: 10 * time.Second},
 		Reask:       Reask{Max: 1},
-		MaxInFlight: 64,
+		MaxInFlight: cascade.DefaultMaxInFlight,
 	}
 }
 
@@ -336,6 +336,7 @@ func (v *validator) retry(path string, r Retry) {
 	if p := path + ".budget_ratio"; v.written(p) && !(r.BudgetRatio >= 0 && r.BudgetRatio <= 1) {
 		v.errorf(p, "%v is outside [0, 1]", r.BudgetRatio)
 	}
+	v.atLeast(path+".budget_floor", r.BudgetFloor, 0)
 	v.positive(path+".window", r.Window)
 }
 

@@ -4,13 +4,15 @@
 //
 // An [Estimator] keeps a streaming percentile (a DDSketch, 1% relative accuracy) of a
 // provider's recent latency for one task, and derives the read timeout
-// clamp(p95 × Multiplier, Min, Max) from it. Calls cut by that timeout are fed back as
-// censored samples, so a brownout raises the timeout step by step instead of hiding behind
-// it. A [Set] holds one Estimator per provider × task.
+// clamp(p95 × Multiplier, Min, Max) from it. Only answers are measured: a call cut by that
+// timeout holds the estimate instead of raising it, so a brownout cannot drag the timeout up
+// to the call's whole budget (see [Estimator.Observe]). A [Set] holds one Estimator per
+// provider × task.
 //
 // [WithBudget] puts the call's total budget into its context as a [Deadline]; every attempt,
 // retry and re-ask draws from it, and [AttemptTimeout] caps each attempt's read timeout by
-// what is left, or says to skip the tier when too little is.
+// what is left, or says to skip the tier when too little is. (The cascade adds its own rules
+// on top: a reserve for the tiers below, and the median as the least worth starting.)
 //
 // One call through one tier, as the cascade does it:
 //
@@ -23,10 +25,7 @@
 //	if !ok { ... }                             // skip this tier: reason "deadline"
 //	start := clk.Now()
 //	resp, err := call(ctx, timeout)
-//	switch {
-//	case err == nil || afloat.KindOf(err) == afloat.Contract:
-//		est.Observe(clk.Since(start))          // the provider answered
-//	case afloat.IsTimeout(err) && timeout == read:
-//		est.ObserveTimeout(timeout)            // cut by the read timeout: censored
+//	if err == nil || afloat.KindOf(err) == afloat.Contract {
+//		est.Observe(clk.Since(start))          // the provider answered; a cut holds the estimate
 //	}
 package latency

@@ -28,9 +28,9 @@ const (
 // the previous one and the sketch before it is cleared for reuse. The estimate reads both,
 // so it always covers the last Window/2 to Window samples.
 //
-// Observe and ObserveTimeout take a mutex for a sketch insert; every max(1, Window/100)
-// samples, and at each rotation, they recompute the estimate and cache it, so ReadTimeout
-// and Percentile are atomic loads that lag the newest samples by less than 1% of the window.
+// Observe takes a mutex for a sketch insert; every max(1, Window/100) samples, and at each
+// rotation, it recomputes the estimate and caches it, so ReadTimeout, Percentile and Median
+// are atomic loads that lag the newest samples by less than 1% of the window.
 //
 // An Estimator is safe for concurrent use.
 type Estimator struct {
@@ -49,6 +49,7 @@ type Estimator struct {
 	// Cached results, read without the mutex.
 	readTimeout atomic.Int64 // time.Duration
 	percentile  atomic.Int64 // time.Duration; -1 until MinSamples successes
+	median      atomic.Int64 // time.Duration; set with percentile
 }
 
 // NewEstimator returns an Estimator for cfg, or an error naming the first invalid field.
@@ -75,24 +76,19 @@ func NewEstimator(cfg Config) (*Estimator, error) {
 // Config returns the Estimator's configuration with defaults filled in.
 func (e *Estimator) Config() Config { return e.cfg }
 
-// Observe records the latency of a call that completed (whatever its answer: a contract
-// violation still measures the provider's speed). A negative d counts as 0.
-func (e *Estimator) Observe(d time.Duration) { e.observe(d, true) }
-
-// ObserveTimeout records a call that was cut after d without an answer: a censored sample,
-// the true latency being at least d. It is recorded as a sample at d, which is low but is the
-// most the call told us. This is what makes a brownout visible: once more than
-// 1 − Percentile of the window was cut, the percentile reaches the cut and the next read
-// timeout becomes cut × Multiplier, so under a sustained brownout the timeout climbs by
-// Multiplier step by step up to Max. Dropping cut calls instead would freeze the estimate
-// at its healthy value and keep cutting every slow call: the brownout would hide as a wall
-// of timeouts. ObserveTimeout does not count toward MinSamples.
+// Observe records the latency of a call that the provider answered (whatever its answer: a
+// contract violation still measures the provider's speed). A negative d counts as 0.
 //
-// Record only cuts made by the read timeout; a call cut short by the caller's deadline or
-// cancellation says little about the provider and is better left out.
-func (e *Estimator) ObserveTimeout(d time.Duration) { e.observe(d, false) }
-
-func (e *Estimator) observe(d time.Duration, success bool) {
+// Only answers are recorded. A call cut by the read timeout is a censored sample (its
+// latency is at least the cut) and it holds the estimate: recording it at the cut would let
+// every cut raise the percentile to the cut and the next timeout to cut × Multiplier, so that
+// under a brownout the timeout chased a slowing provider up to the call's whole budget and
+// every call spent that budget on it. Held, the timeout stays at Multiplier × the percentile
+// of real answers: the cuts count as failures toward the circuit breaker, which opens, and the
+// next tier answers. The estimate moves only when answers confirm a new latency, for example
+// a slower provider whose answers still arrive within the timeout, or the probes of a
+// breaker that the cascade lets wait longer.
+func (e *Estimator) Observe(d time.Duration) {
 	v := max(d, 0).Seconds()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -100,7 +96,7 @@ func (e *Estimator) observe(d time.Duration, success bool) {
 	_ = e.cur.Add(v)
 	e.curN++
 	e.pending++
-	if success && e.successes < e.cfg.MinSamples {
+	if e.successes < e.cfg.MinSamples {
 		e.successes++
 		if e.successes == e.cfg.MinSamples {
 			e.pending = e.every // warm now: publish the first estimate at once
@@ -130,6 +126,9 @@ func (e *Estimator) recompute() {
 		return
 	}
 	p := durationOf(q)
+	if m, err := e.merged.GetValueAtQuantile(0.5); err == nil {
+		e.median.Store(int64(durationOf(m)))
+	}
 	e.percentile.Store(int64(p))
 	e.readTimeout.Store(int64(e.clamp(float64(p) * e.cfg.Multiplier)))
 }
@@ -165,6 +164,15 @@ func (e *Estimator) Percentile() (time.Duration, bool) {
 	return time.Duration(p), true
 }
 
+// Median returns the estimated median of recent latency, and false (with 0) until MinSamples
+// calls have succeeded: the time within which an attempt is as likely to be answered as not.
+func (e *Estimator) Median() (time.Duration, bool) {
+	if e.percentile.Load() < 0 {
+		return 0, false
+	}
+	return time.Duration(e.median.Load()), true
+}
+
 // ReadTimeout returns the read timeout for the next call: clamp(Percentile × Multiplier,
 // Min, Max), or Initial until MinSamples calls have succeeded. The caller still caps it by
 // the call's remaining budget (AttemptTimeout).
@@ -172,7 +180,7 @@ func (e *Estimator) ReadTimeout() time.Duration {
 	return time.Duration(e.readTimeout.Load())
 }
 
-// Samples returns how many samples, successes and timeouts alike, the estimate now covers:
+// Samples returns how many answers the estimate now covers:
 // at most Window, and at least Window/2 once Window/2 samples have arrived.
 func (e *Estimator) Samples() int {
 	e.mu.Lock()

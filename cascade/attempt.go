@@ -1,0 +1,372 @@
+package cascade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/breaker"
+	"github.com/afloat-dev/afloat/latency"
+	"github.com/jonboulle/clockwork"
+)
+
+// callLog is what one call records across its tiers: every attempt, the usage they add up
+// to, and the reason the first tier did not answer. Tasks and routes turn it into their
+// envelope once the call is over.
+type callLog struct {
+	attempts []afloat.Attempt
+	usage    afloat.Usage
+	reason   afloat.Reason
+}
+
+// spent reports whether an attempt of the call was made already, so that it spent part of the
+// call's budget.
+func (l *callLog) spent() bool {
+	for i := range l.attempts {
+		if l.attempts[i].Latency > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// lastOutcome is the outcome of the newest attempt, or "" before any.
+func (l *callLog) lastOutcome() afloat.Outcome {
+	if len(l.attempts) == 0 {
+		return ""
+	}
+	return l.attempts[len(l.attempts)-1].Outcome
+}
+
+// spec is one attempt to make on a tier: what to send, and how to judge the answer.
+type spec struct {
+	tr    *tier
+	req   *afloat.Request
+	reask bool
+	// try counts the attempts on this tier before this one (retries).
+	try int
+	// reserve is the time the tiers below keep (see Engine.reserve).
+	reserve time.Duration
+	// emit, when set, streams the answer to the client; nil makes a Complete call.
+	emit EmitFunc
+	// check judges an answer against the call's contract: it returns the answer to keep
+	// (normalized) or a *afloat.ContractError. nil accepts every answer.
+	check func(*afloat.Response) (*afloat.Response, error)
+}
+
+// settled is how an attempt ended.
+type settled struct {
+	resp    *afloat.Response // the answer; for a stream cut after its first chunk, what came
+	outcome afloat.Outcome
+	err     error // the provider's failure or the contract violation; nil when ok
+	emitted bool  // a chunk of the answer reached the client: no other attempt may answer
+}
+
+// clientGone wraps an error of EmitFunc: the client left in the middle of a stream.
+type clientGone struct{ err error }
+
+func (c *clientGone) Error() string { return "client gone: " + c.err.Error() }
+func (c *clientGone) Unwrap() error { return c.err }
+
+// attempt is one admitted request to a provider. It holds a breaker permit and a bulkhead
+// slot from admit until settle, which runs exactly once.
+type attempt struct {
+	e      *Engine
+	s      spec
+	est    *latency.Estimator
+	permit breaker.Permit
+	read   time.Duration // the provider's read timeout for this task
+	// timeout is what the attempt was given: see allot. bound says that the call's remaining
+	// budget set it; squeezed, that this remainder was less than the provider would have had
+	// (the caller's own deadline was shorter than the budget, or earlier attempts spent part
+	// of it), so that a cut says nothing about the provider.
+	timeout  time.Duration
+	bound    bool
+	squeezed bool
+	began    time.Time
+	// sample is the latency to measure for the estimator; 0 means the whole attempt (a
+	// stream measures the time to its first chunk).
+	sample time.Duration
+	timer  clockwork.Timer
+	cut    atomic.Bool // the attempt's own timer fired
+}
+
+// admit passes the gates of one tier in DESIGN order: circuit, deadline, bulkhead. It returns
+// the outcome of the gate that refused, or an attempt that the caller must settle.
+func (e *Engine) admit(ctx context.Context, log *callLog, s spec) (*attempt, afloat.Outcome) {
+	u := s.tr.up
+	permit, err := u.br.Allow(ctx)
+	if err != nil {
+		return nil, afloat.OutcomeCircuitOpen
+	}
+	est := s.tr.estimator(s.emit != nil)
+	read := est.ReadTimeout()
+	if permit.Probe() {
+		// A probe may wait up to the longest read timeout: a provider that has become slower
+		// but still answers confirms its new latency instead of being cut at the old one
+		// forever. It still keeps the reserve of the tiers below.
+		read = est.Config().Max
+	}
+	timeout, bound, ok := allot(remaining(ctx, e.clock), read, need(est), s.reserve)
+	if !ok {
+		permit.Cancel(ctx)
+		return nil, afloat.OutcomeDeadline
+	}
+	if !u.acquire() {
+		permit.Cancel(ctx)
+		return nil, afloat.OutcomeBulkhead
+	}
+	if s.try == 0 {
+		u.budget.call()
+	}
+	s.tr.readTimeout.Set(read.Seconds())
+	return &attempt{e: e, s: s, est: est, permit: permit, read: read, timeout: timeout, bound: bound,
+		squeezed: bound && (callerBound(ctx) || log.spent()), began: e.clock.Now()}, afloat.OutcomeOK
+}
+
+// allot returns the time one attempt gets: the provider's read timeout, capped so that the
+// tiers below keep their reserve but never below need; then capped by the budget left. ok is
+// false when less than need is left: the tier is skipped at once, without a call. bound
+// reports that the budget left, not the tier's own allotment, set the timeout.
+func allot(left, read, need, reserve time.Duration) (timeout time.Duration, bound, ok bool) {
+	if left <= 0 || left < need {
+		return 0, false, false
+	}
+	t := min(read, max(need, left-reserve))
+	if t >= left {
+		return left, true, true
+	}
+	return t, false, true
+}
+
+// need is the least time worth starting an attempt with: the provider's median latency for
+// the task (an attempt given that is as likely to be answered as not), or the shortest read
+// timeout until the median is measured.
+func need(est *latency.Estimator) time.Duration {
+	if m, ok := est.Median(); ok {
+		return m
+	}
+	return est.Config().Min
+}
+
+// remaining returns the budget left in ctx on clk; a ctx without a deadline has all the time
+// there is.
+func remaining(ctx context.Context, clk clockwork.Clock) time.Duration {
+	if ctx.Err() != nil {
+		return 0
+	}
+	at, ok := ctx.Deadline()
+	if !ok {
+		return time.Duration(1<<63 - 1)
+	}
+	return at.Sub(clk.Now())
+}
+
+// try makes one attempt on s.tr: admit, run, settle. Settling is deferred, so a provider
+// that panics still returns its bulkhead slot and breaker permit (it counts as a failure of
+// the provider) before the panic goes on up, as gobreaker's Execute does.
+func (e *Engine) try(ctx context.Context, log *callLog, s spec) (out settled) {
+	a, outcome := e.admit(ctx, log, s)
+	if a == nil {
+		e.record(log, s.tr, afloat.Attempt{Outcome: outcome, Reask: s.reask})
+		return settled{outcome: outcome}
+	}
+	actx, cancel := context.WithCancel(ctx)
+	a.timer = e.clock.AfterFunc(a.timeout, func() {
+		a.cut.Store(true)
+		cancel()
+	})
+	var (
+		resp     *afloat.Response
+		err      error
+		emitted  bool
+		finished bool
+	)
+	defer func() {
+		a.timer.Stop()
+		cancel()
+		s.tr.up.release()
+		if !finished {
+			v := recover() // nil for runtime.Goexit, which goes on by itself
+			a.settle(ctx, log, nil, &afloat.ProviderError{Provider: s.tr.up.name, Kind: afloat.Unavailable,
+				Err: fmt.Errorf("provider panicked: %v", v)}, false)
+			if v != nil {
+				panic(v)
+			}
+		}
+	}()
+	if s.emit != nil {
+		resp, emitted, err = a.stream(actx)
+	} else {
+		resp, err = s.tr.up.p.Complete(actx, s.req)
+	}
+	finished = true
+	return a.settle(ctx, log, resp, err, emitted)
+}
+
+// settle is the one place that classifies how an attempt ended, reports it to the breaker,
+// feeds the estimator, judges the answer, counts the metrics and records the attempt. ctx is
+// the call's context (the attempt's own is gone by now).
+func (a *attempt) settle(ctx context.Context, log *callLog, resp *afloat.Response, err error, emitted bool) settled {
+	e, tr := a.e, a.s.tr
+	took := e.clock.Since(a.began)
+	rec := afloat.Attempt{Latency: took, Reask: a.s.reask}
+	var gone *clientGone
+	switch {
+	case err == nil:
+		a.permit.Done(ctx, nil)
+		a.observe(took)
+		rec.Outcome = afloat.OutcomeOK
+	case errors.As(err, &gone) || errors.Is(ctx.Err(), context.Canceled):
+		// The client left: nothing to say about the provider.
+		a.permit.Cancel(ctx)
+		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "caller cancelled"
+	case a.squeezed && (ctx.Err() != nil || a.cut.Load()):
+		// Cut by what the caller or the earlier attempts left of the budget, not by the time
+		// the provider was due: it moves neither the breaker nor the estimate.
+		a.permit.Cancel(ctx)
+		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "cut by the call's budget"
+	default:
+		if (ctx.Err() != nil || a.cut.Load()) && !afloat.IsTimeout(err) {
+			// Our timer cut the call, whatever the adapter made of it.
+			err = &afloat.ProviderError{Provider: tr.up.name, Kind: afloat.Unavailable, Timeout: true, Err: err}
+		}
+		a.permit.Done(ctx, err)
+		if afloat.KindOf(err) == afloat.Contract {
+			a.observe(took) // the provider answered, if only to refuse
+		}
+		rec.Outcome, rec.Error = afloat.OutcomeError(err), err.Error()
+	}
+	if resp != nil {
+		e.account(tr, log, resp)
+	}
+	if rec.Outcome == afloat.OutcomeOK && a.s.check != nil {
+		checked, verr := a.s.check(resp)
+		if verr != nil {
+			err = verr
+			rec.Outcome, rec.Error = afloat.OutcomeContractViolation, verr.Error()
+			e.violation(tr, verr)
+		} else {
+			resp = checked
+		}
+	}
+	if rec.Outcome == afloat.OutcomeOK && tr.answered != nil {
+		tr.answered.Inc()
+	}
+	e.record(log, tr, rec)
+	return settled{resp: resp, outcome: rec.Outcome, err: err, emitted: emitted}
+}
+
+// observe feeds the estimator and the latency histogram with an answer's latency.
+func (a *attempt) observe(took time.Duration) {
+	d := took
+	if a.sample > 0 {
+		d = a.sample
+	}
+	a.est.Observe(d)
+	a.s.tr.latency.Observe(took.Seconds())
+}
+
+// call makes attempts on one tier until one answers or none may follow: a transient failure
+// is retried on the same provider (see retryable); an answer, a contract violation (re-asked
+// by the caller) or a stream that reached the client is never retried.
+func (e *Engine) call(ctx context.Context, log *callLog, s spec) settled {
+	for ; ; s.try++ {
+		out := e.try(ctx, log, s)
+		switch out.outcome {
+		case afloat.OutcomeOK, afloat.OutcomeContractViolation, afloat.OutcomeCircuitOpen, afloat.OutcomeDeadline, afloat.OutcomeBulkhead:
+			return out
+		}
+		if out.emitted {
+			return out
+		}
+		wait, ok := e.retryable(ctx, s, out.err)
+		if !ok || !sleep(ctx, e.clock, wait) {
+			return out
+		}
+		s.tr.retries.Inc()
+	}
+}
+
+// retryable decides whether a failed attempt is retried on the same provider, and after what
+// wait: only a transient failure (afloat.ProviderError.Transient: never a connection that was
+// not established, which goes to the next tier at once), within the retry count and budget,
+// with the breaker still closed and, after the wait, at least the provider's median left.
+func (e *Engine) retryable(ctx context.Context, s spec, err error) (time.Duration, bool) {
+	u := s.tr.up
+	if s.try >= u.retry.Max {
+		return 0, false
+	}
+	var pe *afloat.ProviderError
+	if !errors.As(err, &pe) || !pe.Transient() {
+		return 0, false
+	}
+	wait := time.Duration(float64(u.retry.Backoff) * (0.5 + rand.Float64()))
+	if pe.RetryAfter > 0 {
+		if pe.RetryAfter > u.retry.MaxWait {
+			return 0, false
+		}
+		wait = pe.RetryAfter
+	}
+	if remaining(ctx, e.clock)-wait < need(s.tr.estimator(s.emit != nil)) {
+		return 0, false
+	}
+	if u.br.State(ctx) != breaker.StateClosed {
+		return 0, false
+	}
+	if !u.budget.take() {
+		return 0, false
+	}
+	return wait, true
+}
+
+// sleep waits d on clk, or until ctx is done; it reports whether the wait completed.
+func sleep(ctx context.Context, clk clockwork.Clock, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := clk.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.Chan():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// record appends an attempt to the call's log and counts it.
+func (e *Engine) record(log *callLog, tr *tier, a afloat.Attempt) {
+	a.Provider, a.Tier, a.PromptVersion = tr.up.name, tr.idx, tr.version
+	if log.attempts == nil {
+		log.attempts = make([]afloat.Attempt, 0, 4)
+	}
+	log.attempts = append(log.attempts, a)
+	tr.attempts[a.Outcome].Inc()
+}
+
+// account adds a response's usage and cost to the call's log and the tier's metrics.
+func (e *Engine) account(tr *tier, log *callLog, resp *afloat.Response) {
+	usage := resp.Usage
+	usage.Cost, usage.Currency = tr.up.price.cost(usage), tr.up.price.Currency
+	tr.tokens.Add(float64(usage.InputTokens + usage.OutputTokens))
+	tr.cost.Add(usage.Cost)
+	log.usage = log.usage.Add(usage)
+}
+
+// violation counts a contract violation by its stage.
+func (e *Engine) violation(tr *tier, err error) {
+	stage := "schema"
+	var ce *afloat.ContractError
+	if errors.As(err, &ce) {
+		stage = ce.Stage
+	}
+	e.metrics.ContractViolations.WithLabelValues(tr.scope, tr.up.name, stage).Inc()
+	if c := tr.answers[stage]; c != nil {
+		c.Inc()
+	}
+}

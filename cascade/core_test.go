@@ -1,0 +1,489 @@
+package cascade
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/breaker"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// The tests in this file run inside testing/synctest bubbles: the engine keeps its real clock,
+// whose time is the bubble's, so providers take their latency with real timers and the
+// whole scenario runs in no time, deterministically.
+
+// after answers like then once d has passed, or fails as cut when ctx ends first.
+func after(d time.Duration, then func(context.Context, *afloat.Request, int) (*afloat.Response, error)) func(context.Context, *afloat.Request, int) (*afloat.Response, error) {
+	return func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, &afloat.ProviderError{Provider: "fake", Kind: afloat.Unavailable, Timeout: true, Err: ctx.Err()}
+		case <-t.C:
+			return then(ctx, req, n)
+		}
+	}
+}
+
+// realClock makes a fixture keep the real clock (the bubble's), with the default retry budget.
+func realClock(c *Config) {
+	c.Clock = nil
+	for i := range c.Providers {
+		c.Providers[i].Retry = RetryConfig{}
+	}
+}
+
+func opened(fx *fixture, provider string) float64 {
+	return testutil.ToFloat64(fx.eng.Metrics().CircuitOpened.WithLabelValues(provider))
+}
+
+// TestBudgetSqueezeSparesTheBackup: p0 answers 500 after 1.2 s, p1 answers in 700 ms, the
+// budget is 1.5 s. The 300 ms p0 leaves is not p1's failure: p1's breaker never opens, and
+// once p0's has opened p1 answers every call. (Before: p1 was cut at 300 ms and counted, both
+// breakers opened within five calls, and 600 of 600 calls ended in the heuristic.)
+func TestBudgetSqueezeSparesTheBackup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx := newFixture(t, realClock,
+			after(1200*time.Millisecond, failWith(500, afloat.Unavailable)),
+			after(700*time.Millisecond, answer(validAnswer)))
+		task := fx.task(t, nil)
+		fromP1 := 0
+		for range 600 {
+			res, err := task.RunJSON(context.Background(), ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Source == afloat.SourceModel && res.Provider == "p1" {
+				fromP1++
+			}
+			for _, a := range res.Attempts {
+				if a.Provider == "p1" && a.Outcome == afloat.OutcomeTimeout {
+					t.Fatalf("p1 was counted as timed out: %+v", res.Attempts)
+				}
+			}
+		}
+		t.Logf("%d of 600 calls answered by p1", fromP1)
+		if fromP1 < 594 {
+			t.Errorf("%d of 600 calls answered by p1, want ≥ 99%%", fromP1)
+		}
+		if n := opened(fx, "p1"); n != 0 {
+			t.Errorf("p1's breaker opened %v times", n)
+		}
+		if st := fx.eng.Breaker("p1").State(context.Background()); st != breaker.StateClosed {
+			t.Errorf("p1's breaker %v", st)
+		}
+		if n := opened(fx, "p0"); n == 0 {
+			t.Error("p0's breaker never opened")
+		}
+	})
+}
+
+// healthyThenSlow is a primary that answers in 200–300 ms, and takes 5 s on the calls slow
+// says.
+func healthyThenSlow(slow func(n int) bool) func(context.Context, *afloat.Request, int) (*afloat.Response, error) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	return func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+		d := time.Duration(200+rng.IntN(100)) * time.Millisecond
+		if slow(n) {
+			d = 5 * time.Second
+		}
+		return after(d, answer(validAnswer))(ctx, req, n)
+	}
+}
+
+// TestBrownout: the primary slows from 300 ms to 5 s. The first calls wait at most about
+// twice its healthy p95 on it before the backup answers within the budget; its breaker
+// opens, and then calls do not wait on it at all; its read timeout does not rise.
+func TestBrownout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const warm = 100
+		fx := newFixture(t, realClock,
+			healthyThenSlow(func(n int) bool { return n >= warm }),
+			after(400*time.Millisecond, answer(validAnswer)))
+		task := fx.task(t, nil)
+		for range warm {
+			if res, err := task.RunJSON(context.Background(), ticket); err != nil || res.Provider != "p0" {
+				t.Fatalf("warm-up %+v %v", res, err)
+			}
+		}
+		p95, _ := task.tiers[0].est.Percentile()
+		healthyRead := task.tiers[0].est.ReadTimeout()
+		t.Logf("healthy p95 %v, read timeout %v", p95, healthyRead)
+		for i := range 20 {
+			res, err := task.RunJSON(context.Background(), ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Source != afloat.SourceModel || res.Provider != "p1" || res.Latency > 1500*time.Millisecond {
+				t.Fatalf("brownout call %d: %+v", i, res)
+			}
+			first := res.Attempts[0]
+			switch {
+			case first.Outcome == afloat.OutcomeCircuitOpen:
+				if i < 5 {
+					t.Fatalf("call %d skipped the primary before five failures", i)
+				}
+			case first.Outcome != afloat.OutcomeTimeout || first.Latency > 2*p95:
+				t.Fatalf("call %d waited %v on the primary (%s), want ≤ 2 × p95 = %v", i, first.Latency, first.Outcome, 2*p95)
+			case i >= 5:
+				t.Fatalf("call %d still waited on the primary: its breaker did not open", i)
+			}
+		}
+		if n := opened(fx, "p0"); n != 1 {
+			t.Errorf("primary's breaker opened %v times, want 1", n)
+		}
+		if got := task.tiers[0].est.ReadTimeout(); got > healthyRead {
+			t.Errorf("read timeout rose from %v to %v", healthyRead, got)
+		}
+	})
+}
+
+// TestPartialBrownoutDoesNotChaseTheTimeout: every third call of the primary takes 5 s, too
+// few failures to open its breaker. The cuts must not raise its read timeout: before, they
+// raised it step by step to the budget, and the slow calls then spent the whole budget on
+// the primary and fell to the heuristic although the backup was healthy.
+func TestPartialBrownoutDoesNotChaseTheTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const warm = 100
+		fx := newFixture(t, realClock,
+			healthyThenSlow(func(n int) bool { return n >= warm && n%3 == 0 }),
+			after(400*time.Millisecond, answer(validAnswer)))
+		task := fx.task(t, nil)
+		for range warm {
+			if _, err := task.RunJSON(context.Background(), ticket); err != nil {
+				t.Fatal(err)
+			}
+		}
+		healthyRead := task.tiers[0].est.ReadTimeout()
+		var fromP0, fromP1 int
+		for i := range 600 {
+			res, err := task.RunJSON(context.Background(), ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Source != afloat.SourceModel || res.Latency > 1500*time.Millisecond {
+				t.Fatalf("call %d: %+v", i, res)
+			}
+			if res.Provider == "p0" {
+				fromP0++
+			} else {
+				fromP1++
+			}
+		}
+		t.Logf("600 calls in a partial brownout: %d from p0, %d from p1; read timeout %v → %v", fromP0, fromP1, healthyRead, task.tiers[0].est.ReadTimeout())
+		if got := task.tiers[0].est.ReadTimeout(); got > healthyRead*105/100 {
+			t.Errorf("read timeout rose from %v to %v", healthyRead, got)
+		}
+	})
+}
+
+// panicky panics on the calls boom says, and answers otherwise.
+func panicky(boom func(n int) bool) func(context.Context, *afloat.Request, int) (*afloat.Response, error) {
+	return func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+		if boom(n) {
+			panic("adapter bug")
+		}
+		return answer(validAnswer)(ctx, req, n)
+	}
+}
+
+// runRecovering runs one call and returns what it panicked with, if anything.
+func runRecovering(task *Task) (res afloat.Result[json.RawMessage], v any) {
+	defer func() { v = recover() }()
+	res, _ = task.RunJSON(context.Background(), ticket)
+	return res, nil
+}
+
+// TestPanicReleasesSlotAndPermit: a provider that panics gets its panic back, and leaks
+// neither its bulkhead slot nor its breaker permit. (Before: after max_in_flight panics the
+// provider was skipped as bulkhead until restart, and a panicking probe held the half-open
+// slot for a minute.)
+func TestPanicReleasesSlotAndPermit(t *testing.T) {
+	fx := newFixture(t, func(c *Config) {
+		c.Providers[0].MaxInFlight = 2
+		c.Providers[0].Breaker.ConsecutiveFailures = 100
+	}, panicky(func(n int) bool { return n < 3 }), answer(validAnswer))
+	task := fx.task(t, nil)
+	for i := range 3 {
+		if _, v := runRecovering(task); v != "adapter bug" {
+			t.Fatalf("call %d recovered %v, want the provider's panic", i, v)
+		}
+	}
+	if n := fx.eng.InFlight("p0"); n != 0 {
+		t.Fatalf("%d bulkhead slots still held after the panics", n)
+	}
+	res, v := runRecovering(task)
+	if v != nil || res.Provider != "p0" || res.Source != afloat.SourceModel {
+		t.Fatalf("call after the panics: %+v (panic %v), want p0's answer", res, v)
+	}
+	fails := testutil.ToFloat64(fx.eng.Metrics().Attempts.WithLabelValues("triage", "p0", "unavailable"))
+	if fails != 3 {
+		t.Errorf("%v unavailable attempts counted for the panics, want 3", fails)
+	}
+
+	// A probe that panics settles as a failed probe: the breaker opens again instead of
+	// keeping its one probe slot taken.
+	br := fx.eng.Breaker("p0")
+	if err := br.Force(context.Background(), breaker.StateHalfOpen); err != nil {
+		t.Fatal(err)
+	}
+	fx.fakes["p0"].fn = panicky(func(int) bool { return true })
+	if _, v := runRecovering(task); v != "adapter bug" {
+		t.Fatalf("probe recovered %v", v)
+	}
+	if st := br.State(context.Background()); st != breaker.StateOpen {
+		t.Fatalf("breaker %v after a panicking probe, want open", st)
+	}
+}
+
+// TestRetryFloorRetriesAQuietService: the first transient failure of a quiet service is
+// retried on the same provider (before, the budget allowed no retry until five calls had gone
+// out in its window, and the call went to the backup).
+func TestRetryFloorRetriesAQuietService(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		once := func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+			if n == 0 {
+				return failWith(502, afloat.Unavailable)(ctx, req, n)
+			}
+			return answer(validAnswer)(ctx, req, n)
+		}
+		fx := newFixture(t, realClock, once, answer(validAnswer))
+		res, err := fx.task(t, nil).RunJSON(context.Background(), ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Provider != "p0" || res.Degraded {
+			t.Fatalf("answered by %s (degraded %v), want p0 after one retry: %+v", res.Provider, res.Degraded, res.Attempts)
+		}
+		sameOutcomes(t, res, afloat.OutcomeUnavailable, afloat.OutcomeOK)
+	})
+}
+
+// TestRetryBudgetFloorAndRatio: the budget always allows its floor of retries in a window,
+// and beyond it the ratio of calls.
+func TestRetryBudgetFloorAndRatio(t *testing.T) {
+	fx := newFixture(t, nil, answer(validAnswer))
+	b := newRetryBudget(fx.clock, RetryConfig{BudgetRatio: 0.2, BudgetFloor: 3, Window: 10 * time.Second})
+	for i := range 3 {
+		if !b.take() {
+			t.Fatalf("retry %d refused with no calls: the floor allows 3", i+1)
+		}
+	}
+	if b.take() {
+		t.Fatal("a fourth retry allowed with no calls")
+	}
+	for range 20 {
+		b.call()
+	}
+	if !b.take() {
+		t.Fatal("retry refused at 3 of 20 calls, under the 20% ratio")
+	}
+	if b.take() {
+		t.Fatal("retry allowed at 5 of 20 calls, over the 20% ratio")
+	}
+	fx.clock.Advance(11 * time.Second) // the window has moved on: the floor again
+	if !b.take() {
+		t.Fatal("retry refused in a fresh window")
+	}
+}
+
+// TestDialFailureGoesToTheNextTierAtOnce: a connection that was never established is not
+// retried on the same address; the next tier is asked at once, without a backoff.
+func TestDialFailureGoesToTheNextTierAtOnce(t *testing.T) {
+	for _, cause := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, &net.DNSError{Err: "no such host", Name: "llm.invalid"}} {
+		t.Run(cause.Error(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				err := cause
+				if !errors.As(err, new(*net.DNSError)) {
+					err = &net.OpError{Op: "dial", Net: "tcp", Err: cause}
+				}
+				dead := func(context.Context, *afloat.Request, int) (*afloat.Response, error) {
+					return nil, &afloat.ProviderError{Provider: "p0", Kind: afloat.Unavailable, Err: err}
+				}
+				fx := newFixture(t, realClock, dead, answer(validAnswer))
+				res, rerr := fx.task(t, nil).RunJSON(context.Background(), ticket)
+				if rerr != nil {
+					t.Fatal(rerr)
+				}
+				sameOutcomes(t, res, afloat.OutcomeUnavailable, afloat.OutcomeOK)
+				if n := fx.fakes["p0"].calls.Load(); n != 1 {
+					t.Errorf("the dead address was called %d times", n)
+				}
+				if res.Latency != 0 {
+					t.Errorf("the call took %v: the next tier was not asked at once", res.Latency)
+				}
+			})
+		})
+	}
+}
+
+// warm feeds tier i of task n answers of latency d, so that its median and p95 are d.
+func warm(task *Task, i int, d time.Duration) {
+	for range 50 {
+		task.tiers[i].est.Observe(d)
+	}
+}
+
+// TestTierThatCannotFitIsSkipped: when what is left of the budget is less than a tier's
+// median latency, the tier is skipped at once with outcome deadline, without a call; the next
+// tier, which fits, answers.
+func TestTierThatCannotFitIsSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx := newFixture(t, realClock,
+			after(700*time.Millisecond, answer(validAnswer)),
+			after(100*time.Millisecond, answer(validAnswer)))
+		task := fx.task(t, nil)
+		warm(task, 0, 700*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		res, err := task.RunJSON(ctx, ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameOutcomes(t, res, afloat.OutcomeDeadline, afloat.OutcomeOK)
+		if n := fx.fakes["p0"].calls.Load(); n != 0 {
+			t.Errorf("p0 called %d times with 500 ms left of its 700 ms", n)
+		}
+		if res.Attempts[0].Latency != 0 || res.Latency != 100*time.Millisecond || res.Provider != "p1" {
+			t.Errorf("skip took %v, the call %v, answered by %s", res.Attempts[0].Latency, res.Latency, res.Provider)
+		}
+	})
+}
+
+// TestAttemptKeepsTheReserve: a hanging primary is cut so that the backup still has its p95:
+// 1.5 s − 700 ms, although its read timeout (the initial 2 s) is longer.
+func TestAttemptKeepsTheReserve(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx := newFixture(t, realClock, hang, after(700*time.Millisecond, answer(validAnswer)))
+		task := fx.task(t, nil)
+		warm(task, 1, 700*time.Millisecond)
+		res, err := task.RunJSON(context.Background(), ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameOutcomes(t, res, afloat.OutcomeTimeout, afloat.OutcomeOK)
+		// The p95 is the sketch's, within 1% of 700 ms.
+		if got := res.Attempts[0].Latency; got < 790*time.Millisecond || got > 800*time.Millisecond {
+			t.Errorf("primary cut after %v, want 800ms (−1%% of the reserve)", got)
+		}
+		if res.Provider != "p1" || res.Latency > 1500*time.Millisecond {
+			t.Errorf("answered by %s after %v", res.Provider, res.Latency)
+		}
+
+		// With the backup's circuit open, nothing below needs a reserve: the primary gets
+		// its whole read timeout, capped by the budget.
+		if err := fx.eng.Breaker("p1").Force(context.Background(), breaker.StateOpen); err != nil {
+			t.Fatal(err)
+		}
+		res, _ = task.RunJSON(context.Background(), ticket)
+		if got := res.Attempts[0].Latency; got != 1500*time.Millisecond {
+			t.Errorf("primary cut after %v with the backup open, want the whole 1.5s", got)
+		}
+	})
+}
+
+func TestAllot(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		name                      string
+		left, read, need, reserve time.Duration
+		want                      time.Duration
+		bound, ok                 bool
+	}{
+		{"read timeout fits", 1500 * ms, 450 * ms, 250 * ms, 700 * ms, 450 * ms, false, true},
+		{"capped for the reserve", 1500 * ms, 2000 * ms, 200 * ms, 700 * ms, 800 * ms, false, true},
+		{"the reserve never cuts below need", 1000 * ms, 2000 * ms, 600 * ms, 700 * ms, 600 * ms, false, true},
+		{"the budget cuts", 300 * ms, 2000 * ms, 200 * ms, 0, 300 * ms, true, true},
+		{"less than need is left", 300 * ms, 2000 * ms, 700 * ms, 0, 0, false, false},
+		{"nothing left", 0, 2000 * ms, 0, 0, 0, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, bound, ok := allot(tt.left, tt.read, tt.need, tt.reserve)
+			if got != tt.want || bound != tt.bound || ok != tt.ok {
+				t.Errorf("allot = %v, %v, %v; want %v, %v, %v", got, bound, ok, tt.want, tt.bound, tt.ok)
+			}
+		})
+	}
+}
+
+// TestFinishReasonReachesTheContract: an answer that stopped by itself and lacks only its
+// closing brace is accepted; one cut by the token limit is re-asked, saying so.
+func TestFinishReasonReachesTheContract(t *testing.T) {
+	const unclosed = `{"department": "billing", "is_urgent": 0.1, "urgency_score": 0.3`
+	stopped := func(context.Context, *afloat.Request, int) (*afloat.Response, error) {
+		return &afloat.Response{Content: unclosed, FinishReason: "stop"}, nil
+	}
+	fx := newFixture(t, nil, stopped)
+	res, err := fx.task(t, nil).RunJSON(context.Background(), ticket)
+	if err != nil || res.Source != afloat.SourceModel {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if string(res.Value) != `{"department":"billing","is_urgent":0.1,"urgency_score":0.3}` && !strings.Contains(string(res.Value), `"urgency_score": 0.3`) {
+		t.Errorf("value %s", res.Value)
+	}
+
+	cut := func(_ context.Context, _ *afloat.Request, n int) (*afloat.Response, error) {
+		if n == 0 {
+			return &afloat.Response{Content: unclosed, FinishReason: "length"}, nil
+		}
+		return &afloat.Response{Content: validAnswer, FinishReason: "stop"}, nil
+	}
+	fx = newFixture(t, nil, cut)
+	res, err = fx.task(t, nil).RunJSON(context.Background(), ticket)
+	if err != nil || res.Source != afloat.SourceModel {
+		t.Fatalf("%+v %v", res, err)
+	}
+	sameOutcomes(t, res, afloat.OutcomeContractViolation, afloat.OutcomeOK)
+	if !strings.Contains(res.Attempts[0].Error, "truncated") {
+		t.Errorf("violation %q, want stage truncated", res.Attempts[0].Error)
+	}
+	reqs := fx.fakes["p0"].reqs
+	last := reqs[1].Messages[len(reqs[1].Messages)-1].Content
+	if !strings.Contains(last, "cut off") {
+		t.Errorf("re-ask %q does not say the answer was cut", last)
+	}
+	if got := testutil.ToFloat64(fx.eng.Metrics().ContractViolations.WithLabelValues("triage", "p0", "truncated")); got != 1 {
+		t.Errorf("truncated violations %v", got)
+	}
+}
+
+// TestStreamRetriedBeforeTheFirstChunk: a stream that fails with a transient 502 before its
+// first chunk is retried on the same provider, as a Complete call is.
+func TestStreamRetriedBeforeTheFirstChunk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &streamer{recv: words("Hello", " there")}
+		s.open = func(context.Context) error {
+			if s.calls.Load() == 1 {
+				return &afloat.ProviderError{Provider: "p0", Status: 502, Kind: afloat.Unavailable}
+			}
+			return nil
+		}
+		backup := &streamer{recv: words("backup")}
+		e, r := newRoute(t, nil, nil, nil, s, backup)
+		for _, name := range []string{"p0", "p1"} {
+			e.upstreams[name].retry.Max = 1
+		}
+		var c collector
+		rep, err := r.Stream(context.Background(), hi, c.emit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Provider != "p0" || c.text.String() != "Hello there" || backup.calls.Load() != 0 {
+			t.Fatalf("answered by %s: %q (backup called %d times)", rep.Provider, c.text.String(), backup.calls.Load())
+		}
+		if len(rep.Attempts) != 2 || rep.Attempts[0].Outcome != afloat.OutcomeUnavailable {
+			t.Errorf("attempts %+v", rep.Attempts)
+		}
+	})
+}
