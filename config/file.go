@@ -94,9 +94,11 @@ type State struct {
 	// Backend is "memory" (one process) or "redis" (a fleet). Absent means memory.
 	Backend string `yaml:"backend"`
 	// Redis is the redis backend's server; required when Backend is redis.
+	// Not applied by this build: Check warns when a file sets it.
 	Redis Redis `yaml:"redis"`
 	// OnFailure is what a replica does when the shared state fails: "local" keeps serving on
 	// local state. Absent means local.
+	// Not applied by this build: Check warns when a file sets it.
 	OnFailure string `yaml:"on_failure"`
 }
 
@@ -120,6 +122,7 @@ type Review struct {
 	// Retention is how long resolved and rejected items are kept. Absent means forever.
 	Retention time.Duration `yaml:"retention"`
 	// Webhook is told when an item is resolved or rejected. Absent means no webhook.
+	// Not applied by this build: Check warns when a file sets it.
 	Webhook Webhook `yaml:"webhook"`
 }
 
@@ -156,6 +159,7 @@ type Operator struct {
 type Flags struct {
 	// OpenFeature reads the flags from an OpenFeature provider. Absent keeps them in the
 	// state backend, set through /admin/flags.
+	// Not applied by this build: Check warns when a file sets it.
 	OpenFeature OpenFeature `yaml:"openfeature"`
 }
 
@@ -170,6 +174,7 @@ type OpenFeature struct {
 // Telemetry says where traces go.
 type Telemetry struct {
 	// OTLP exports traces; an empty endpoint exports none.
+	// Not applied by this build: Check warns when a file sets it.
 	OTLP OTLP `yaml:"otlp"`
 }
 
@@ -450,7 +455,8 @@ type RouteTier struct {
 	Temperature *float64 `yaml:"temperature"`
 }
 
-// Alerts are the conditions that raise an alert.
+// Alerts are the conditions that raise an alert. Not applied by this build: Check warns for
+// each alert a file sets.
 type Alerts struct {
 	// FallbackShare fires when a task's share of calls not answered by tier 0 stays above
 	// Above for For.
@@ -478,5 +484,6 @@ type Alert struct {
 type Drill struct {
 	// MaxAge is the longest a task may go without a drill before it is reported stale.
 	// Absent means 2160h (90 days).
+	// Not applied by this build: Check warns when a file sets it.
 	MaxAge time.Duration `yaml:"max_age"`
 }

@@ -121,6 +121,16 @@ func TestParseErrors(t *testing.T) {
 			path: "defaults.retry.budget_ratio", msg: "outside [0, 1]",
 		},
 		{
+			name: "negative retry budget floor",
+			text: "defaults:\n  retry: {budget_floor: -1}   # here\n" + minimal,
+			path: "defaults.retry.budget_floor", msg: "at least 0",
+		},
+		{
+			name: "operator named admin",
+			text: minimal + "operators:\n  admin: {token: t}   # here\n",
+			path: "operators.admin", msg: "admin token's own",
+		},
+		{
 			name: "negative retry max",
 			text: strings.Replace(minimal, "backup: {type: sim}", "backup: {type: sim, retry: {max: -1}}   # here", 1),
 			path: "providers.backup.retry.max", msg: "at least 0",

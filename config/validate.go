@@ -283,6 +283,9 @@ func (v *validator) review() {
 
 func (v *validator) operators() {
 	for _, o := range v.f.Operators {
+		if o.Name == "admin" {
+			v.errorf("operators.admin", "the name admin is the admin token's own: name the operator otherwise")
+		}
 		if o.Token == "" {
 			v.errorf("operators."+o.Name+".token", "required")
 		}
