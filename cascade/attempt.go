@@ -53,10 +53,13 @@ type spec struct {
 	reserve time.Duration
 	// emit, when set, streams the answer to the client; nil makes a Complete call.
 	emit EmitFunc
-	// check judges an answer against the call's contract: it returns the answer to keep
-	// (normalized) or a *afloat.ContractError. nil accepts every answer.
-	check func(*afloat.Response) (*afloat.Response, error)
 }
+
+// checkFunc judges an answer against the call's contract: it returns the answer to keep
+// (normalized), or a *afloat.ContractError (the answer as it came is kept for the re-ask). A
+// nil checkFunc accepts every answer. It travels beside the spec, not in it, so that the
+// request escaping into the provider does not take the caller's closure to the heap.
+type checkFunc func(*afloat.Response) (*afloat.Response, error)
 
 // settled is how an attempt ended.
 type settled struct {
@@ -64,6 +67,7 @@ type settled struct {
 	outcome afloat.Outcome
 	err     error // the provider's failure or the contract violation; nil when ok
 	emitted bool  // a chunk of the answer reached the client: no other attempt may answer
+	failed  bool  // the provider failed (not a gate, a cut by the budget or a contract): a retry may help
 }
 
 // clientGone wraps an error of EmitFunc: the client left in the middle of a stream.
@@ -91,17 +95,33 @@ type attempt struct {
 	// sample is the latency to measure for the estimator; 0 means the whole attempt (a
 	// stream measures the time to its first chunk).
 	sample time.Duration
-	timer  clockwork.Timer
-	cut    atomic.Bool // the attempt's own timer fired
+	// actx is the attempt's context: the call's, cut after timeout. A stream's is cancelled
+	// by timer, re-armed for each gap between chunks, which sets fired; a Complete call's
+	// has its own deadline.
+	actx  context.Context
+	timer clockwork.Timer
+	fired *atomic.Bool
+	// settled is set once settle has started: a panic after it (in the contract check)
+	// must not report the attempt twice.
+	settled bool
+}
+
+// cut reports whether the attempt's own time ran out (rather than the call's, in ctx).
+func (a *attempt) cut(ctx context.Context) bool {
+	if a.fired != nil {
+		return a.fired.Load()
+	}
+	return a.actx.Err() != nil && ctx.Err() == nil
 }
 
 // admit passes the gates of one tier in DESIGN order: circuit, deadline, bulkhead. It returns
-// the outcome of the gate that refused, or an attempt that the caller must settle.
-func (e *Engine) admit(ctx context.Context, log *callLog, s spec) (*attempt, afloat.Outcome) {
+// the outcome of the gate that refused, or OutcomeOK with a filled in: an attempt that the
+// caller must run (which settles it).
+func (e *Engine) admit(ctx context.Context, log *callLog, s *spec, a *attempt) afloat.Outcome {
 	u := s.tr.up
 	permit, err := u.br.Allow(ctx)
 	if err != nil {
-		return nil, afloat.OutcomeCircuitOpen
+		return afloat.OutcomeCircuitOpen
 	}
 	est := s.tr.estimator(s.emit != nil)
 	read := est.ReadTimeout()
@@ -114,18 +134,19 @@ func (e *Engine) admit(ctx context.Context, log *callLog, s spec) (*attempt, afl
 	timeout, bound, ok := allot(remaining(ctx, e.clock), read, need(est), s.reserve)
 	if !ok {
 		permit.Cancel(ctx)
-		return nil, afloat.OutcomeDeadline
+		return afloat.OutcomeDeadline
 	}
 	if !u.acquire() {
 		permit.Cancel(ctx)
-		return nil, afloat.OutcomeBulkhead
+		return afloat.OutcomeBulkhead
 	}
 	if s.try == 0 {
 		u.budget.call()
 	}
 	s.tr.readTimeout.Set(read.Seconds())
-	return &attempt{e: e, s: s, est: est, permit: permit, read: read, timeout: timeout, bound: bound,
-		squeezed: bound && (callerBound(ctx) || log.spent()), began: e.clock.Now()}, afloat.OutcomeOK
+	*a = attempt{e: e, s: *s, est: est, permit: permit, read: read, timeout: timeout, bound: bound,
+		squeezed: bound && (callerBound(ctx) || log.spent()), began: e.clock.Now()}
+	return afloat.OutcomeOK
 }
 
 // allot returns the time one attempt gets: the provider's read timeout, capped so that the
@@ -166,72 +187,88 @@ func remaining(ctx context.Context, clk clockwork.Clock) time.Duration {
 	return at.Sub(clk.Now())
 }
 
-// try makes one attempt on s.tr: admit, run, settle. Settling is deferred, so a provider
-// that panics still returns its bulkhead slot and breaker permit (it counts as a failure of
-// the provider) before the panic goes on up, as gobreaker's Execute does.
-func (e *Engine) try(ctx context.Context, log *callLog, s spec) (out settled) {
-	a, outcome := e.admit(ctx, log, s)
-	if a == nil {
-		e.record(log, s.tr, afloat.Attempt{Outcome: outcome, Reask: s.reask})
-		return settled{outcome: outcome}
+// run makes an admitted attempt and settles it. Settling is deferred, so a provider that
+// panics still returns its bulkhead slot and breaker permit (it counts as a failure of the
+// provider) before the panic goes on up, as gobreaker's Execute does.
+func (e *Engine) run(ctx context.Context, log *callLog, a *attempt, check checkFunc) settled {
+	s := &a.s
+	var cancel context.CancelFunc
+	if s.emit != nil {
+		fired := new(atomic.Bool)
+		actx, stop := context.WithCancel(ctx)
+		a.timer = e.clock.AfterFunc(a.timeout, func() {
+			fired.Store(true)
+			stop()
+		})
+		a.actx, cancel, a.fired = actx, stop, fired
+	} else {
+		a.actx, cancel = latency.WithTimeout(ctx, e.clock, a.timeout)
 	}
-	actx, cancel := context.WithCancel(ctx)
-	a.timer = e.clock.AfterFunc(a.timeout, func() {
-		a.cut.Store(true)
-		cancel()
-	})
-	var (
-		resp     *afloat.Response
-		err      error
-		emitted  bool
-		finished bool
-	)
+	finished := false
 	defer func() {
-		a.timer.Stop()
-		cancel()
-		s.tr.up.release()
-		if !finished {
-			v := recover() // nil for runtime.Goexit, which goes on by itself
-			a.settle(ctx, log, nil, &afloat.ProviderError{Provider: s.tr.up.name, Kind: afloat.Unavailable,
+		if finished {
+			return
+		}
+		v := recover() // nil for runtime.Goexit, which goes on by itself
+		if !a.settled {
+			a.settle(ctx, log, nil, nil, &afloat.ProviderError{Provider: s.tr.up.name, Kind: afloat.Unavailable,
 				Err: fmt.Errorf("provider panicked: %v", v)}, false)
-			if v != nil {
-				panic(v)
-			}
+		}
+		a.release(cancel)
+		if v != nil {
+			panic(v)
 		}
 	}()
+	var out settled
 	if s.emit != nil {
-		resp, emitted, err = a.stream(actx)
+		resp, emitted, err := a.stream(a.actx)
+		out = a.settle(ctx, log, check, resp, err, emitted)
 	} else {
-		resp, err = s.tr.up.p.Complete(actx, s.req)
+		resp, err := s.tr.up.p.Complete(a.actx, s.req)
+		out = a.settle(ctx, log, check, resp, err, false)
 	}
 	finished = true
-	return a.settle(ctx, log, resp, err, emitted)
+	a.release(cancel)
+	return out
+}
+
+// release frees what the attempt holds once it is settled: its timer, its context and its
+// bulkhead slot.
+func (a *attempt) release(cancel context.CancelFunc) {
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	cancel()
+	a.s.tr.up.release()
 }
 
 // settle is the one place that classifies how an attempt ended, reports it to the breaker,
 // feeds the estimator, judges the answer, counts the metrics and records the attempt. ctx is
 // the call's context (the attempt's own is gone by now).
-func (a *attempt) settle(ctx context.Context, log *callLog, resp *afloat.Response, err error, emitted bool) settled {
+func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, resp *afloat.Response, err error, emitted bool) settled {
+	a.settled = true
 	e, tr := a.e, a.s.tr
 	took := e.clock.Since(a.began)
 	rec := afloat.Attempt{Latency: took, Reask: a.s.reask}
-	var gone *clientGone
+	_, gone := err.(*clientGone)
+	cut := err != nil && a.cut(ctx)
+	failed := false
 	switch {
 	case err == nil:
 		a.permit.Done(ctx, nil)
 		a.observe(took)
 		rec.Outcome = afloat.OutcomeOK
-	case errors.As(err, &gone) || errors.Is(ctx.Err(), context.Canceled):
+	case gone || errors.Is(ctx.Err(), context.Canceled):
 		// The client left: nothing to say about the provider.
 		a.permit.Cancel(ctx)
 		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "caller cancelled"
-	case a.squeezed && (ctx.Err() != nil || a.cut.Load()):
+	case a.squeezed && (ctx.Err() != nil || cut):
 		// Cut by what the caller or the earlier attempts left of the budget, not by the time
 		// the provider was due: it moves neither the breaker nor the estimate.
 		a.permit.Cancel(ctx)
 		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "cut by the call's budget"
 	default:
-		if (ctx.Err() != nil || a.cut.Load()) && !afloat.IsTimeout(err) {
+		if (ctx.Err() != nil || cut) && !afloat.IsTimeout(err) {
 			// Our timer cut the call, whatever the adapter made of it.
 			err = &afloat.ProviderError{Provider: tr.up.name, Kind: afloat.Unavailable, Timeout: true, Err: err}
 		}
@@ -240,25 +277,26 @@ func (a *attempt) settle(ctx context.Context, log *callLog, resp *afloat.Respons
 			a.observe(took) // the provider answered, if only to refuse
 		}
 		rec.Outcome, rec.Error = afloat.OutcomeError(err), err.Error()
+		failed = true
 	}
 	if resp != nil {
 		e.account(tr, log, resp)
 	}
-	if rec.Outcome == afloat.OutcomeOK && a.s.check != nil {
-		checked, verr := a.s.check(resp)
+	if rec.Outcome == afloat.OutcomeOK && check != nil {
+		checked, verr := check(resp)
 		if verr != nil {
+			checked = resp
 			err = verr
 			rec.Outcome, rec.Error = afloat.OutcomeContractViolation, verr.Error()
 			e.violation(tr, verr)
-		} else {
-			resp = checked
 		}
+		resp = checked
 	}
 	if rec.Outcome == afloat.OutcomeOK && tr.answered != nil {
 		tr.answered.Inc()
 	}
 	e.record(log, tr, rec)
-	return settled{resp: resp, outcome: rec.Outcome, err: err, emitted: emitted}
+	return settled{resp: resp, outcome: rec.Outcome, err: err, emitted: emitted, failed: failed}
 }
 
 // observe feeds the estimator and the latency histogram with an answer's latency.
@@ -274,14 +312,15 @@ func (a *attempt) observe(took time.Duration) {
 // call makes attempts on one tier until one answers or none may follow: a transient failure
 // is retried on the same provider (see retryable); an answer, a contract violation (re-asked
 // by the caller) or a stream that reached the client is never retried.
-func (e *Engine) call(ctx context.Context, log *callLog, s spec) settled {
+func (e *Engine) call(ctx context.Context, log *callLog, s spec, check checkFunc) settled {
+	var a attempt
 	for ; ; s.try++ {
-		out := e.try(ctx, log, s)
-		switch out.outcome {
-		case afloat.OutcomeOK, afloat.OutcomeContractViolation, afloat.OutcomeCircuitOpen, afloat.OutcomeDeadline, afloat.OutcomeBulkhead:
-			return out
+		if outcome := e.admit(ctx, log, &s, &a); outcome != afloat.OutcomeOK {
+			e.record(log, s.tr, afloat.Attempt{Outcome: outcome, Reask: s.reask})
+			return settled{outcome: outcome}
 		}
-		if out.emitted {
+		out := e.run(ctx, log, &a, check)
+		if !out.failed || out.emitted {
 			return out
 		}
 		wait, ok := e.retryable(ctx, s, out.err)

@@ -83,7 +83,7 @@ func BenchmarkSkipOpenCircuit(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		log := callLog{attempts: make([]afloat.Attempt, 0, 1)}
-		if out := e.call(ctx, &log, spec{tr: tr, req: req}); out.outcome != afloat.OutcomeCircuitOpen {
+		if out := e.call(ctx, &log, spec{tr: tr, req: req}, nil); out.outcome != afloat.OutcomeCircuitOpen {
 			b.Fatal(out.outcome)
 		}
 	}

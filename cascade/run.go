@@ -68,23 +68,23 @@ func (t *Task) ask(ctx context.Context, tr *tier, in afloat.Input, reserve time.
 		Messages: msgs, ResponseFormat: t.format, MaxTokens: tr.maxTokens,
 		Temperature: tr.temperature, Task: t.name,
 	}
+	var val json.RawMessage
 	check := func(resp *afloat.Response) (*afloat.Response, error) {
 		out := t.contract.NormalizeAnswer(resp.Content, resp.FinishReason)
 		if out.Steps != 0 {
 			t.steps.count(out.Steps)
 		}
-		if out.Err != nil {
-			return nil, out.Err
+		if out.Err != nil { // a *ContractError: never return it typed nil
+			return resp, out.Err
 		}
-		ok := *resp
-		ok.Content = string(out.Value)
-		return &ok, nil
+		val = out.Value
+		return resp, nil
 	}
 	for reask := 0; ; reask++ {
-		out := t.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, reserve: reserve, check: check})
+		out := t.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, reserve: reserve}, check)
 		switch {
 		case out.outcome == afloat.OutcomeOK:
-			return json.RawMessage(out.resp.Content), true
+			return val, true
 		case out.outcome != afloat.OutcomeContractViolation || reask >= t.maxReasks:
 			return nil, false
 		}
