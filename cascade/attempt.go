@@ -23,17 +23,6 @@ type callLog struct {
 	reason   afloat.Reason
 }
 
-// spent reports whether an attempt of the call was made already, so that it spent part of the
-// call's budget.
-func (l *callLog) spent() bool {
-	for i := range l.attempts {
-		if l.attempts[i].Latency > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // lastOutcome is the outcome of the newest attempt, or "" before any.
 func (l *callLog) lastOutcome() afloat.Outcome {
 	if len(l.attempts) == 0 {
@@ -51,6 +40,8 @@ type spec struct {
 	try int
 	// reserve is the time the tiers below keep (see Engine.reserve).
 	reserve time.Duration
+	// budget is the call's whole budget (the task's or route's), what a fresh call has.
+	budget time.Duration
 	// emit, when set, streams the answer to the client; nil makes a Complete call.
 	emit EmitFunc
 }
@@ -87,7 +78,7 @@ type attempt struct {
 	// timeout is what the attempt was given: see allot. bound says that the call's remaining
 	// budget set it; squeezed, that this remainder was less than the provider would have had
 	// (the caller's own deadline was shorter than the budget, or earlier attempts spent part
-	// of it), so that a cut says nothing about the provider.
+	// of it: see squeezed), so that a cut says nothing about the provider.
 	timeout  time.Duration
 	bound    bool
 	squeezed bool
@@ -117,7 +108,7 @@ func (a *attempt) cut(ctx context.Context) bool {
 // admit passes the gates of one tier in DESIGN order: circuit, deadline, bulkhead. It returns
 // the outcome of the gate that refused, or OutcomeOK with a filled in: an attempt that the
 // caller must run (which settles it).
-func (e *Engine) admit(ctx context.Context, log *callLog, s *spec, a *attempt) afloat.Outcome {
+func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome {
 	u := s.tr.up
 	permit, err := u.br.Allow(ctx)
 	if err != nil {
@@ -145,7 +136,7 @@ func (e *Engine) admit(ctx context.Context, log *callLog, s *spec, a *attempt) a
 	}
 	s.tr.readTimeout.Set(read.Seconds())
 	*a = attempt{e: e, s: *s, est: est, permit: permit, read: read, timeout: timeout, bound: bound,
-		squeezed: bound && (callerBound(ctx) || log.spent()), began: e.clock.Now()}
+		squeezed: bound && (callerBound(ctx) || squeezed(timeout, read, need(est), s)), began: e.clock.Now()}
 	return afloat.OutcomeOK
 }
 
@@ -162,6 +153,15 @@ func allot(left, read, need, reserve time.Duration) (timeout time.Duration, boun
 		return left, true, true
 	}
 	return t, false, true
+}
+
+// squeezed reports whether an attempt given timeout got noticeably less than the same attempt
+// would have had at the start of a fresh call with the whole budget: earlier tiers, retries
+// or re-asks spent the difference. Under 95% of the fresh allotment counts as squeezed, so
+// that the time a call spends before its first attempt (flags, rendering) does not.
+func squeezed(timeout, read, need time.Duration, s *spec) bool {
+	fresh, _, _ := allot(s.budget, read, need, s.reserve)
+	return timeout < fresh-fresh/20
 }
 
 // need is the least time worth starting an attempt with: the provider's median latency for
@@ -315,7 +315,7 @@ func (a *attempt) observe(took time.Duration) {
 func (e *Engine) call(ctx context.Context, log *callLog, s spec, check checkFunc) settled {
 	var a attempt
 	for ; ; s.try++ {
-		if outcome := e.admit(ctx, log, &s, &a); outcome != afloat.OutcomeOK {
+		if outcome := e.admit(ctx, &s, &a); outcome != afloat.OutcomeOK {
 			e.record(log, s.tr, afloat.Attempt{Outcome: outcome, Reask: s.reask})
 			return settled{outcome: outcome}
 		}

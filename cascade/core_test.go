@@ -487,3 +487,31 @@ func TestStreamRetriedBeforeTheFirstChunk(t *testing.T) {
 		}
 	})
 }
+
+// TestHangingBackupOpensBehindAFastFailingPrimary: the primary fails fast (a contract
+// violation after 5 ms, twice with its re-ask), the backup hangs. The backup had nearly its whole
+// allotment, so its cuts are its own timeouts: its breaker opens, and then calls end at once
+// instead of paying the budget every time.
+func TestHangingBackupOpensBehindAFastFailingPrimary(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		prose := func(context.Context, *afloat.Request, int) (*afloat.Response, error) {
+			return &afloat.Response{Content: "no json here", FinishReason: "stop"}, nil
+		}
+		fx := newFixture(t, realClock, after(5*time.Millisecond, prose), hang)
+		task := fx.task(t, func(c *TaskConfig) { c.Budget = 400 * time.Millisecond })
+		var last afloat.Result[json.RawMessage]
+		for range 8 {
+			res, err := task.RunJSON(context.Background(), ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = res
+		}
+		if n := opened(fx, "p1"); n != 1 {
+			t.Fatalf("the hanging backup's breaker opened %v times, want 1", n)
+		}
+		if last.Latency != 10*time.Millisecond || last.Attempts[len(last.Attempts)-1].Outcome != afloat.OutcomeCircuitOpen {
+			t.Errorf("last call took %v: %+v", last.Latency, last.Attempts)
+		}
+	})
+}

@@ -396,7 +396,7 @@ func (r *Route) ask(ctx context.Context, tr *tier, in *afloat.Request, reserve t
 		return &out, nil
 	}
 	for reask := 0; ; reask++ {
-		out := r.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, reserve: reserve}, check)
+		out := r.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, reserve: reserve, budget: r.budget}, check)
 		switch {
 		case out.outcome == afloat.OutcomeOK:
 			return out.resp
@@ -520,7 +520,7 @@ func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 			r.e.record(&log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
 			return false, nil
 		}
-		out = r.e.call(ctx, &log, spec{tr: tr, req: req, reserve: reserve, emit: emit}, nil)
+		out = r.e.call(ctx, &log, spec{tr: tr, req: req, reserve: reserve, budget: r.budget, emit: emit}, nil)
 		switch {
 		case out.outcome == afloat.OutcomeOK:
 			return true, nil

@@ -81,7 +81,7 @@ func (t *Task) ask(ctx context.Context, tr *tier, in afloat.Input, reserve time.
 		return resp, nil
 	}
 	for reask := 0; ; reask++ {
-		out := t.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, reserve: reserve}, check)
+		out := t.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, reserve: reserve, budget: t.budget}, check)
 		switch {
 		case out.outcome == afloat.OutcomeOK:
 			return val, true
