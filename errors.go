@@ -26,9 +26,14 @@ const (
 	// Contract: our request or the model's answer is wrong (400, 404, 413, 422, invalid
 	// output or tool arguments). It never moves a breaker.
 	Contract
+	// Refused: the provider declined this content under its usage policy (a content-policy
+	// 400, a refusal stop reason). It is neither the provider's health nor a bug: it never
+	// moves a breaker and is never retried; whether another tier may be asked is the task's or
+	// route's decision (on_refusal).
+	Refused
 )
 
-var kindNames = [...]string{"unavailable", "throttled", "unusable", "contract"}
+var kindNames = [...]string{"unavailable", "throttled", "unusable", "contract", "refused"}
 
 func (k Kind) String() string {
 	if k < 0 || int(k) >= len(kindNames) {
@@ -78,7 +83,7 @@ func (e *ProviderError) Error() string {
 func (e *ProviderError) Unwrap() error { return e.Err }
 
 // Transient reports whether one more attempt on the same provider may succeed: a connection
-// reset, a 502 or 503, a 429 that named a wait. A connection that was never established
+// reset, a 408, 500, 502, 503 or 504, a 429 that named a wait. A connection that was never established
 // (refused, a DNS failure, a dial timeout or reset) is not: the same address would fail
 // again, and the next tier should be asked at once. The caller still checks the wait against
 // its deadline and its retry budget.
@@ -92,7 +97,7 @@ func (e *ProviderError) Transient() bool {
 		return e.RetryAfter > 0
 	case e.Kind != Unavailable:
 		return false
-	case e.Status == 502 || e.Status == 503:
+	case e.Status == 408 || e.Status == 500 || e.Status == 502 || e.Status == 503 || e.Status == 504:
 		return true
 	case e.Status == 0 && !e.Timeout:
 		return errors.Is(e.Err, syscall.ECONNRESET) || errors.Is(e.Err, syscall.EPIPE)

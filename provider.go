@@ -24,6 +24,22 @@ type Streamer interface {
 	Stream(ctx context.Context, req *Request) (Stream, error)
 }
 
+// Prober is implemented by providers that have a cheap call telling whether they answer at
+// all, billing nothing (their models list). It is optional: the cascade uses it to probe an
+// open breaker in the background, so that no user request is spent on a dead provider.
+type Prober interface {
+	// Probe returns nil when the provider answered, else a failure classified as Complete's.
+	Probe(ctx context.Context) error
+}
+
+// SkipCounter is implemented by streams that skip events they cannot parse (a malformed
+// chunk mid-stream) instead of failing: whether the answer is whole is left to the end
+// marker. The cascade reads it once the stream is over, to count the skipped events.
+type SkipCounter interface {
+	// Skipped returns how many events the stream skipped so far.
+	Skipped() int
+}
+
 // Stream is an answer arriving in chunks. It is not safe for concurrent use.
 type Stream interface {
 	// Recv returns the next chunk, or io.EOF after the last one. Any other error, including
@@ -42,6 +58,9 @@ type Chunk struct {
 	FinishReason string
 	// Usage is set on the chunk that carries it, usually the last.
 	Usage *Usage
+	// Model is the upstream model that answers, on any chunk that names it ("" when the
+	// chunk does not say).
+	Model string
 }
 
 // StreamOf returns a Stream that delivers resp as one chunk, for a provider that cannot

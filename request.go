@@ -69,6 +69,11 @@ type Request struct {
 	Temperature *float64 `json:"temperature,omitempty"`
 	// Task names the task or route the call serves, for adapters that simulate or log.
 	Task string `json:"-"`
+	// Continue says that the last message is an assistant message holding the start of the
+	// answer (an answer cut on another provider), which the provider must continue rather
+	// than answer anew: an assistant prefill. Only providers whose continuation is "prefill"
+	// receive it; an adapter that cannot continue returns a Contract error.
+	Continue bool `json:"-"`
 }
 
 // Usage counts the tokens of one call or, in an envelope, of every attempt, with their cost.

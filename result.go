@@ -64,11 +64,13 @@ const (
 	OutcomeUnusable          Outcome = "unusable"
 	OutcomeClientError       Outcome = "client_error"
 	OutcomeContractViolation Outcome = "contract_violation"
+	// OutcomeRefused: the provider declined the content under its usage policy.
+	OutcomeRefused Outcome = "refused"
 )
 
 // Outcomes lists every attempt outcome, for exporting metric series from start-up.
 var Outcomes = []Outcome{OutcomeOK, OutcomeCircuitOpen, OutcomeDeadline, OutcomeBulkhead, OutcomeTimeout,
-	OutcomeUnavailable, OutcomeRateLimited, OutcomeUnusable, OutcomeClientError, OutcomeContractViolation}
+	OutcomeUnavailable, OutcomeRateLimited, OutcomeUnusable, OutcomeClientError, OutcomeContractViolation, OutcomeRefused}
 
 // Reason says why a result is degraded: the outcome of the first tier that did not answer, or
 // ReasonKillSwitch. It is empty when tier 0 answered.
@@ -93,6 +95,8 @@ func OutcomeError(err error) Outcome {
 		return OutcomeUnusable
 	case Contract:
 		return OutcomeClientError
+	case Refused:
+		return OutcomeRefused
 	}
 	return OutcomeUnavailable
 }

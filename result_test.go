@@ -63,7 +63,12 @@ func TestTransient(t *testing.T) {
 	}{
 		{"502", &ProviderError{Status: 502, Kind: Unavailable}, true},
 		{"503", &ProviderError{Status: 503, Kind: Unavailable}, true},
-		{"500", &ProviderError{Status: 500, Kind: Unavailable}, false},
+		{"500", &ProviderError{Status: 500, Kind: Unavailable}, true},
+		{"504", &ProviderError{Status: 504, Kind: Unavailable}, true},
+		{"408", &ProviderError{Status: 408, Kind: Unavailable}, true},
+		{"501", &ProviderError{Status: 501, Kind: Unavailable}, false},
+		{"dial reset", &ProviderError{Kind: Unavailable, Err: &net.OpError{Op: "dial", Err: syscall.ECONNRESET}}, false},
+		{"refused content", &ProviderError{Status: 400, Kind: Refused, Code: "content_policy_violation"}, false},
 		{"reset", &ProviderError{Kind: Unavailable, Err: reset}, true},
 		{"refused", &ProviderError{Kind: Unavailable, Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, false},
 		{"timeout", &ProviderError{Kind: Unavailable, Timeout: true, Err: context.DeadlineExceeded}, false},
