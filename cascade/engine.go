@@ -41,7 +41,45 @@ type ProviderConfig struct {
 	Retry RetryConfig
 	// Price turns tokens into cost; the zero Price costs nothing.
 	Price Price
+	// FirstToken configures the time a stream may take to its first chunk, learnt from
+	// measured times to first chunk; zero fields take Timeouts'.
+	FirstToken latency.Config
+	// StreamIdle is the longest gap between two chunks of a stream once it has begun: fixed,
+	// and usually more generous than the first chunk's. 0 means 10s.
+	StreamIdle time.Duration
+	// Continuation says what the provider can do with an answer cut on another tier:
+	// ContinuePrefill continues it from the partial text (an assistant prefill); "" and
+	// ContinueNone cannot, so it only takes over a stream that had not reached the client.
+	Continuation Continuation
+	// Probe is how an open breaker of this provider is probed in the background, so that no
+	// user request is spent on a dead provider: ProbeModels calls the adapter's
+	// afloat.Prober (a free models list), ProbeCompletion makes a one-token completion
+	// (billed), "" and ProbeOff leave probing to user requests.
+	Probe ProbeMode
 }
+
+// Continuation is what a provider can do with an answer cut on another tier.
+type Continuation string
+
+const (
+	// ContinueNone: the provider cannot continue another's answer.
+	ContinueNone Continuation = "none"
+	// ContinuePrefill: the provider continues from an assistant prefill (afloat.Request's
+	// Continue).
+	ContinuePrefill Continuation = "prefill"
+)
+
+// ProbeMode is how an open breaker is probed in the background.
+type ProbeMode string
+
+const (
+	// ProbeOff leaves probing to user requests.
+	ProbeOff ProbeMode = "off"
+	// ProbeModels calls the adapter's afloat.Prober.
+	ProbeModels ProbeMode = "models"
+	// ProbeCompletion makes a one-token completion.
+	ProbeCompletion ProbeMode = "completion"
+)
 
 // DefaultMaxInFlight is ProviderConfig.MaxInFlight's default.
 const DefaultMaxInFlight = 256
