@@ -23,14 +23,6 @@ type callLog struct {
 	reason   afloat.Reason
 }
 
-// lastOutcome is the outcome of the newest attempt, or "" before any.
-func (l *callLog) lastOutcome() afloat.Outcome {
-	if len(l.attempts) == 0 {
-		return ""
-	}
-	return l.attempts[len(l.attempts)-1].Outcome
-}
-
 // spec is one attempt to make on a tier: what to send, and how to judge the answer.
 type spec struct {
 	tr    *tier
@@ -38,8 +30,8 @@ type spec struct {
 	reask bool
 	// try counts the attempts on this tier before this one (retries).
 	try int
-	// reserve is the time the tiers below keep (see Engine.reserve).
-	reserve time.Duration
+	// below are the tiers after this one, which the attempt keeps a reserve for (see allot).
+	below []tier
 	// budget is the call's whole budget (the task's or route's), what a fresh call has.
 	budget time.Duration
 	// emit, when set, streams the answer to the client; nil makes a Complete call.
@@ -58,7 +50,7 @@ type settled struct {
 	outcome afloat.Outcome
 	err     error // the provider's failure or the contract violation; nil when ok
 	emitted bool  // a chunk of the answer reached the client: no other attempt may answer
-	failed  bool  // the provider failed (not a gate, a cut by the budget or a contract): a retry may help
+	failed  bool  // the provider failed (not a gate, a cut by the budget or an invalid answer): a retry may help
 }
 
 // clientGone wraps an error of EmitFunc: the client left in the middle of a stream.
@@ -74,15 +66,16 @@ type attempt struct {
 	s      spec
 	est    *latency.Estimator
 	permit breaker.Permit
-	read   time.Duration // the provider's read timeout for this task
-	// timeout is what the attempt was given: see allot. bound says that the call's remaining
-	// budget set it; squeezed, that this remainder was less than the provider would have had
-	// (the caller's own deadline was shorter than the budget, or earlier attempts spent part
-	// of it: see squeezed), so that a cut says nothing about the provider.
-	timeout  time.Duration
-	bound    bool
-	squeezed bool
-	began    time.Time
+	read   time.Duration // the provider's read timeout for this task (timeouts.max for a probe)
+	// timeout is what the attempt was given (see allot). fair is the least time in which the
+	// provider was due to answer (see fairTime): a cut before it says nothing about the
+	// provider, which had less than it needs. p95 is the measured p95, 0 until measured.
+	timeout time.Duration
+	fair    time.Duration
+	p95     time.Duration
+	began   time.Time
+	// lastChunk is when a stream's last chunk arrived; zero before the first.
+	lastChunk time.Time
 	// sample is the latency to measure for the estimator; 0 means the whole attempt (a
 	// stream measures the time to its first chunk).
 	sample time.Duration
@@ -95,13 +88,17 @@ type attempt struct {
 	// settled is set once settle has started: a panic after it (in the contract check)
 	// must not report the attempt twice.
 	settled bool
+	// skipped counts the stream events the adapter could not parse (afloat.SkipCounter).
+	skipped int
 }
 
 // cut reports whether the attempt's own time ran out (rather than the call's, in ctx).
 func (a *attempt) cut(ctx context.Context) bool {
-	if a.fired != nil {
-		return a.fired.Load()
+	if a.fired != nil && a.fired.Load() {
+		return true
 	}
+	// A stream's context ends only by its timer before settle; a Complete call's, by its own
+	// deadline or the call's.
 	return a.actx.Err() != nil && ctx.Err() == nil
 }
 
@@ -116,13 +113,16 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 	}
 	est := s.tr.estimator(s.emit != nil)
 	read := est.ReadTimeout()
+	s.tr.readTimeout.Set(read.Seconds())
 	if permit.Probe() {
 		// A probe may wait up to the longest read timeout: a provider that has become slower
 		// but still answers confirms its new latency instead of being cut at the old one
 		// forever. It still keeps the reserve of the tiers below.
 		read = est.Config().Max
 	}
-	timeout, bound, ok := allot(remaining(ctx, e.clock), read, need(est), s.reserve)
+	streamed := s.emit != nil
+	timeout, ok := allot(remaining(ctx, e.clock), read, need(est), maxReserve(s.below, streamed),
+		func() (time.Duration, time.Duration) { return e.reserve(ctx, s.below, streamed) })
 	if !ok {
 		permit.Cancel(ctx)
 		return afloat.OutcomeDeadline
@@ -134,34 +134,45 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 	if s.try == 0 {
 		u.budget.call()
 	}
-	s.tr.readTimeout.Set(read.Seconds())
-	*a = attempt{e: e, s: *s, est: est, permit: permit, read: read, timeout: timeout, bound: bound,
-		squeezed: bound && (callerBound(ctx) || squeezed(timeout, read, need(est), s)), began: e.clock.Now()}
+	p95, _ := est.Percentile()
+	*a = attempt{e: e, s: *s, est: est, permit: permit, read: read, timeout: timeout,
+		fair: fairTime(est, read, s.budget), p95: p95, began: e.clock.Now()}
 	return afloat.OutcomeOK
 }
 
-// allot returns the time one attempt gets: the provider's read timeout, capped so that the
-// tiers below keep their reserve but never below need; then capped by the budget left. ok is
-// false when less than need is left: the tier is skipped at once, without a call. bound
-// reports that the budget left, not the tier's own allotment, set the timeout.
-func allot(left, read, need, reserve time.Duration) (timeout time.Duration, bound, ok bool) {
-	if left <= 0 || left < need {
-		return 0, false, false
+// fairTime is the least time in which a provider was due to answer: its measured p95 (it
+// answers within that 95 times in 100), or, until that is measured, half of what a fresh call
+// gives it (its read timeout, capped by the whole budget). A cut before the fair time is the
+// budget's doing (the caller's own deadline, or earlier attempts, left too little) and moves
+// neither the breaker nor the estimate; a cut after it is the provider's timeout.
+func fairTime(est *latency.Estimator, read, budget time.Duration) time.Duration {
+	if p, ok := est.Percentile(); ok {
+		return p
 	}
-	t := min(read, max(need, left-reserve))
-	if t >= left {
-		return left, true, true
-	}
-	return t, false, true
+	return min(read, budget) / 2
 }
 
-// squeezed reports whether an attempt given timeout got noticeably less than the same attempt
-// would have had at the start of a fresh call with the whole budget: earlier tiers, retries
-// or re-asks spent the difference. Under 95% of the fresh allotment counts as squeezed, so
-// that the time a call spends before its first attempt (flags, rendering) does not.
-func squeezed(timeout, read, need time.Duration, s *spec) bool {
-	fresh, _, _ := allot(s.budget, read, need, s.reserve)
-	return timeout < fresh-fresh/20
+// allot returns the time one attempt gets: the provider's read timeout capped by the budget
+// left, and capped further so that the next tier keeps its reserve (its p95), but never below
+// the attempt's own need, and only when the cap leaves the next tier at least its own need
+// (else it would be skipped anyway, and the cap would only cut this attempt short). below
+// reports the reserve and need of the next tier whose circuit is not open (0, 0 when none);
+// it reads breakers, so it is called only when the cap may matter: when what the attempt
+// leaves is under maxReserve, the largest reserve of any tier below. ok is false when less
+// than need is left: the tier is skipped at once, without a call.
+func allot(left, read, need, maxReserve time.Duration, below func() (reserve, need time.Duration)) (time.Duration, bool) {
+	if left <= 0 || left < need {
+		return 0, false
+	}
+	t := min(read, left)
+	if left-t < maxReserve {
+		if reserve, next := below(); left-t < reserve {
+			if capped := max(need, left-reserve); left-capped >= next {
+				t = min(t, capped)
+			}
+		}
+	}
+	return t, true
 }
 
 // need is the least time worth starting an attempt with: the provider's median latency for
@@ -251,36 +262,39 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 	took := e.clock.Since(a.began)
 	rec := afloat.Attempt{Latency: took, Reask: a.s.reask}
 	_, gone := err.(*clientGone)
-	cut := err != nil && a.cut(ctx)
+	// A cut: the attempt's own timer or the call's deadline ended it. Only a failure that
+	// a cut explains is read as one: an HTTP error that arrived as the timer fired stays
+	// what it is (a 429 keeps its wait, a 400 never moves the breaker).
+	cut := err != nil && cutError(err) && (a.cut(ctx) || ctx.Err() != nil)
 	failed := false
 	switch {
 	case err == nil:
 		a.permit.Done(ctx, nil)
 		a.observe(took)
 		rec.Outcome = afloat.OutcomeOK
-	case gone || errors.Is(ctx.Err(), context.Canceled):
+	case gone || cut && errors.Is(ctx.Err(), context.Canceled):
 		// The client left: nothing to say about the provider.
 		a.permit.Cancel(ctx)
 		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "caller cancelled"
-	case a.squeezed && (ctx.Err() != nil || cut):
-		// Cut by what the caller or the earlier attempts left of the budget, not by the time
-		// the provider was due: it moves neither the breaker nor the estimate.
+	case cut && !a.blamed(took):
+		// Cut before the provider was due to answer (the caller's deadline, or what earlier
+		// attempts left of the budget): it moves neither the breaker nor the estimate.
 		a.permit.Cancel(ctx)
 		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "cut by the call's budget"
 	default:
-		if (ctx.Err() != nil || cut) && !afloat.IsTimeout(err) {
-			// Our timer cut the call, whatever the adapter made of it.
+		if cut && !afloat.IsTimeout(err) {
 			err = &afloat.ProviderError{Provider: tr.up.name, Kind: afloat.Unavailable, Timeout: true, Err: err}
 		}
 		a.permit.Done(ctx, err)
-		if afloat.KindOf(err) == afloat.Contract {
+		if k := afloat.KindOf(err); k == afloat.Contract || k == afloat.Refused {
 			a.observe(took) // the provider answered, if only to refuse
 		}
 		rec.Outcome, rec.Error = afloat.OutcomeError(err), err.Error()
 		failed = true
 	}
+	var cost float64
 	if resp != nil {
-		e.account(tr, log, resp)
+		cost = e.account(tr, log, resp)
 	}
 	if rec.Outcome == afloat.OutcomeOK && check != nil {
 		checked, verr := check(resp)
@@ -292,20 +306,55 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		}
 		resp = checked
 	}
-	if rec.Outcome == afloat.OutcomeOK && tr.answered != nil {
-		tr.answered.Inc()
+	switch {
+	case rec.Outcome == afloat.OutcomeOK:
+		if tr.answered != nil {
+			tr.answered.Inc()
+		}
+	case rec.Outcome == afloat.OutcomeRefused:
+		tr.refusals.Inc()
+	}
+	if cost > 0 && (rec.Outcome != afloat.OutcomeOK || err != nil) {
+		tr.wasted.Add(cost) // an answer not used: the caller is not billed for it
+	}
+	if a.skipped > 0 {
+		tr.skipped.Add(float64(a.skipped))
 	}
 	e.record(log, tr, rec)
 	return settled{resp: resp, outcome: rec.Outcome, err: err, emitted: emitted, failed: failed}
 }
 
-// observe feeds the estimator and the latency histogram with an answer's latency.
+// blamed reports whether a cut after took is the provider's timeout: the attempt had at
+// least its fair time to answer (for a stream past its first chunk: the gap it stalled for
+// reached its fair time, or the stream's idle timeout).
+func (a *attempt) blamed(took time.Duration) bool {
+	if !a.lastChunk.IsZero() {
+		return a.e.clock.Since(a.lastChunk) >= min(a.fair, a.s.tr.up.streamIdle)
+	}
+	return min(took, a.timeout) >= a.fair
+}
+
+// cutError reports whether err is what a cut call returns: a context's error, a timeout, or
+// a transport failure without a status, rather than an answer of the provider's.
+func cutError(err error) bool {
+	if errors.Is(err, context.Canceled) || afloat.IsTimeout(err) {
+		return true
+	}
+	var pe *afloat.ProviderError
+	return !errors.As(err, &pe) || pe.Status == 0
+}
+
+// observe feeds the estimator and the latency histogram with an answer's latency. An answer
+// to an attempt that was given less than the provider's p95 is left out of the estimate: only
+// answers under that cut could arrive, and they would drag the estimate down.
 func (a *attempt) observe(took time.Duration) {
 	d := took
 	if a.sample > 0 {
 		d = a.sample
 	}
-	a.est.Observe(d)
+	if a.timeout >= a.p95 {
+		a.est.Observe(d)
+	}
 	a.s.tr.latency.Observe(took.Seconds())
 }
 
@@ -388,13 +437,15 @@ func (e *Engine) record(log *callLog, tr *tier, a afloat.Attempt) {
 	tr.attempts[a.Outcome].Inc()
 }
 
-// account adds a response's usage and cost to the call's log and the tier's metrics.
-func (e *Engine) account(tr *tier, log *callLog, resp *afloat.Response) {
+// account adds a response's usage and cost to the call's log and the tier's metrics, and
+// returns the cost.
+func (e *Engine) account(tr *tier, log *callLog, resp *afloat.Response) float64 {
 	usage := resp.Usage
 	usage.Cost, usage.Currency = tr.up.price.cost(usage), tr.up.price.Currency
 	tr.tokens.Add(float64(usage.InputTokens + usage.OutputTokens))
 	tr.cost.Add(usage.Cost)
 	log.usage = log.usage.Add(usage)
+	return usage.Cost
 }
 
 // violation counts a contract violation by its stage.

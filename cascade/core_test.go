@@ -395,23 +395,29 @@ func TestAttemptKeepsTheReserve(t *testing.T) {
 func TestAllot(t *testing.T) {
 	const ms = time.Millisecond
 	tests := []struct {
-		name                      string
-		left, read, need, reserve time.Duration
-		want                      time.Duration
-		bound, ok                 bool
+		name             string
+		left, read, need time.Duration
+		reserve, next    time.Duration // the next open tier's p95 and median
+		want             time.Duration
+		ok, readsBelow   bool
 	}{
-		{"read timeout fits", 1500 * ms, 450 * ms, 250 * ms, 700 * ms, 450 * ms, false, true},
-		{"capped for the reserve", 1500 * ms, 2000 * ms, 200 * ms, 700 * ms, 800 * ms, false, true},
-		{"the reserve never cuts below need", 1000 * ms, 2000 * ms, 600 * ms, 700 * ms, 600 * ms, false, true},
-		{"the budget cuts", 300 * ms, 2000 * ms, 200 * ms, 0, 300 * ms, true, true},
-		{"less than need is left", 300 * ms, 2000 * ms, 700 * ms, 0, 0, false, false},
-		{"nothing left", 0, 2000 * ms, 0, 0, 0, false, false},
+		{"read timeout fits with the reserve", 1500 * ms, 450 * ms, 250 * ms, 700 * ms, 600 * ms, 450 * ms, true, false},
+		{"capped for the reserve", 1500 * ms, 2000 * ms, 200 * ms, 700 * ms, 600 * ms, 800 * ms, true, true},
+		{"the reserve never cuts below need", 1000 * ms, 2000 * ms, 500 * ms, 700 * ms, 500 * ms, 500 * ms, true, true},
+		{"no cap when the next tier could not start anyway", 1500 * ms, 1600 * ms, 900 * ms, 700 * ms, 700 * ms, 1500 * ms, true, true},
+		{"the budget cuts", 300 * ms, 2000 * ms, 200 * ms, 0, 0, 300 * ms, true, false},
+		{"less than need is left", 300 * ms, 2000 * ms, 700 * ms, 0, 0, 0, false, false},
+		{"nothing left", 0, 2000 * ms, 0, 0, 0, 0, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, bound, ok := allot(tt.left, tt.read, tt.need, tt.reserve)
-			if got != tt.want || bound != tt.bound || ok != tt.ok {
-				t.Errorf("allot = %v, %v, %v; want %v, %v, %v", got, bound, ok, tt.want, tt.bound, tt.ok)
+			read := false
+			got, ok := allot(tt.left, tt.read, tt.need, tt.reserve, func() (time.Duration, time.Duration) {
+				read = true
+				return tt.reserve, tt.next
+			})
+			if got != tt.want || ok != tt.ok || read != tt.readsBelow {
+				t.Errorf("allot = %v, %v (breakers read %v); want %v, %v (%v)", got, ok, read, tt.want, tt.ok, tt.readsBelow)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package cascade
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,7 +112,8 @@ type RetryConfig struct {
 	Window time.Duration
 	// Backoff is the mean wait before a retry (jittered ±50%). 0 means 50ms.
 	Backoff time.Duration
-	// MaxWait is the longest Retry-After that is still waited out. 0 means 1s.
+	// MaxWait is the longest Retry-After that is still waited out (when it also fits the
+	// call's budget). 0 means 2s, which covers the common 1–2 s of a rate limit.
 	MaxWait time.Duration
 }
 
@@ -138,7 +140,7 @@ func (r RetryConfig) withDefaults() (RetryConfig, error) {
 		r.Backoff = 50 * time.Millisecond
 	}
 	if r.MaxWait == 0 {
-		r.MaxWait = time.Second
+		r.MaxWait = 2 * time.Second
 	}
 	switch {
 	case r.BudgetRatio < 0 || r.BudgetRatio > 1:
@@ -193,6 +195,9 @@ type upstream struct {
 	p           afloat.Provider
 	br          *breaker.Breaker
 	timeouts    latency.Config
+	firstToken  latency.Config // Timeouts' fields where FirstToken left them zero
+	streamIdle  time.Duration
+	continues   bool // continuation prefill
 	maxInFlight int64
 	inFlight    atomic.Int64
 	retry       RetryConfig
@@ -284,6 +289,21 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 	if _, err := latency.NewEstimator(pc.Timeouts); err != nil {
 		return nil, err
 	}
+	firstToken := inheritTimeouts(pc.FirstToken, pc.Timeouts)
+	if _, err := latency.NewEstimator(firstToken); err != nil {
+		return nil, fmt.Errorf("first token: %w", err)
+	}
+	switch {
+	case pc.StreamIdle < 0:
+		return nil, fmt.Errorf("stream idle %v is negative", pc.StreamIdle)
+	case pc.StreamIdle == 0:
+		pc.StreamIdle = 10 * time.Second
+	}
+	switch pc.Continuation {
+	case "", ContinueNone, ContinuePrefill:
+	default:
+		return nil, fmt.Errorf("unknown continuation %q (want prefill or none)", pc.Continuation)
+	}
 	bc := pc.Breaker
 	if bc.Clock == nil {
 		bc.Clock = e.clock
@@ -304,9 +324,22 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 		return nil, err
 	}
 	return &upstream{
-		name: pc.Name, p: pc.Provider, br: br, timeouts: pc.Timeouts,
+		name: pc.Name, p: pc.Provider, br: br, timeouts: pc.Timeouts, firstToken: firstToken, streamIdle: pc.StreamIdle,
+		continues:   pc.Continuation == ContinuePrefill,
 		maxInFlight: int64(pc.MaxInFlight), retry: retry, budget: newRetryBudget(e.clock, retry), price: pc.Price,
 	}, nil
+}
+
+// inheritTimeouts returns c with each zero field taken from base.
+func inheritTimeouts(c, base latency.Config) latency.Config {
+	c.Percentile = cmp.Or(c.Percentile, base.Percentile)
+	c.Multiplier = cmp.Or(c.Multiplier, base.Multiplier)
+	c.Min = cmp.Or(c.Min, base.Min)
+	c.Max = cmp.Or(c.Max, base.Max)
+	c.Initial = cmp.Or(c.Initial, base.Initial)
+	c.MinSamples = cmp.Or(c.MinSamples, base.MinSamples)
+	c.Window = cmp.Or(c.Window, base.Window)
+	return c
 }
 
 // Breaker returns the named provider's breaker, or nil.
@@ -374,23 +407,8 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, idempotencyKey{}, key)
 }
 
-type callerBoundKey struct{}
-
 // withBudget puts the call's budget in ctx: now+budget, or the caller's own deadline when
-// that is earlier. Then ctx is marked: a cut by that deadline says nothing about the
-// provider's health.
+// that is earlier.
 func (e *Engine) withBudget(ctx context.Context, budget time.Duration) (context.Context, context.CancelFunc) {
-	bound := false
-	if d, ok := ctx.Deadline(); ok && d.Before(e.clock.Now().Add(budget)) {
-		bound = true
-	}
-	ctx, cancel := latency.WithBudget(ctx, e.clock, budget)
-	if bound {
-		ctx = context.WithValue(ctx, callerBoundKey{}, true)
-	}
-	return ctx, cancel
+	return latency.WithBudget(ctx, e.clock, budget)
 }
-
-// callerBound reports whether the caller's own deadline, shorter than the budget, bounds the
-// call.
-func callerBound(ctx context.Context) bool { return ctx.Value(callerBoundKey{}) != nil }

@@ -167,7 +167,7 @@ func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
 			}
 			tr.reask = rt.Reask
 		}
-		if tr.streamEst, err = e.latency.Estimator(tr.up.name, cfg.Name+"/stream", tr.up.timeouts); err != nil {
+		if tr.streamEst, err = e.latency.Estimator(tr.up.name, cfg.Name+"/stream", tr.up.firstToken); err != nil {
 			return nil, err
 		}
 		var sys *template.Template
@@ -345,8 +345,8 @@ func (r *Route) Complete(ctx context.Context, in *afloat.Request) (*Reply, error
 		return r.exhausted(&log, start)
 	}
 	var resp *afloat.Response
-	tr, err := r.e.eachTier(ctx, r.tiers, false, &log, func(ctx context.Context, tr *tier, reserve time.Duration) (bool, error) {
-		resp = r.ask(ctx, tr, in, reserve, contract, tools, &log)
+	tr, err := r.e.eachTier(ctx, r.tiers, false, &log, func(ctx context.Context, tr *tier, below []tier) (bool, error) {
+		resp = r.ask(ctx, tr, in, below, contract, tools, &log)
 		return resp != nil, nil
 	})
 	switch {
@@ -361,7 +361,7 @@ func (r *Route) Complete(ctx context.Context, in *afloat.Request) (*Reply, error
 // ask calls one tier, checks the answer (tool calls against their tools' parameters, text
 // against the json_schema response format) and re-asks after a violation. It returns the
 // valid answer, or nil.
-func (r *Route) ask(ctx context.Context, tr *tier, in *afloat.Request, reserve time.Duration, c *normalize.Contract, tools map[string]*normalize.Contract, log *callLog) *afloat.Response {
+func (r *Route) ask(ctx context.Context, tr *tier, in *afloat.Request, below []tier, c *normalize.Contract, tools map[string]*normalize.Contract, log *callLog) *afloat.Response {
 	req, err := r.request(tr.idx, in)
 	if err != nil {
 		r.e.record(log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
@@ -396,7 +396,7 @@ func (r *Route) ask(ctx context.Context, tr *tier, in *afloat.Request, reserve t
 		return &out, nil
 	}
 	for reask := 0; ; reask++ {
-		out := r.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, reserve: reserve, budget: r.budget}, check)
+		out := r.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, below: below, budget: r.budget}, check)
 		switch {
 		case out.outcome == afloat.OutcomeOK:
 			return out.resp
@@ -514,13 +514,13 @@ func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 		return r.exhausted(&log, start)
 	}
 	var out settled
-	tr, err := r.e.eachTier(ctx, r.tiers, true, &log, func(ctx context.Context, tr *tier, reserve time.Duration) (bool, error) {
+	tr, err := r.e.eachTier(ctx, r.tiers, true, &log, func(ctx context.Context, tr *tier, below []tier) (bool, error) {
 		req, err := r.request(tr.idx, in)
 		if err != nil {
 			r.e.record(&log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
 			return false, nil
 		}
-		out = r.e.call(ctx, &log, spec{tr: tr, req: req, reserve: reserve, budget: r.budget, emit: emit}, nil)
+		out = r.e.call(ctx, &log, spec{tr: tr, req: req, below: below, budget: r.budget, emit: emit}, nil)
 		switch {
 		case out.outcome == afloat.OutcomeOK:
 			return true, nil

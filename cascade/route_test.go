@@ -195,11 +195,19 @@ func TestRouteStreamIdleTimeout(t *testing.T) {
 		done <- err
 	}()
 	<-first // the first chunk is out: what follows is a stall between chunks
-	// Waiters: the call's budget (30s) and the idle timer (the initial read timeout, 2s).
+	// Waiters: the call's budget (30s) and the idle timer (StreamIdle's default, 10s, not
+	// the 2s of the first chunk).
 	if err := clk.BlockUntilContext(context.Background(), 2); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(2 * time.Second)
+	clk.Advance(9 * time.Second)
+	// Both timers still wait: the idle timer did not fire at the first chunk's 2s.
+	wait, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := clk.BlockUntilContext(wait, 2); err != nil {
+		t.Fatal("the idle timer fired before 10s")
+	}
+	clk.Advance(time.Second)
 	select {
 	case err := <-done:
 		var se *StreamError

@@ -40,8 +40,8 @@ func (t *Task) RunJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 		return t.exhausted(ctx, in, &log, start)
 	}
 	var val json.RawMessage
-	tr, err := t.e.eachTier(ctx, t.tiers, false, &log, func(ctx context.Context, tr *tier, reserve time.Duration) (bool, error) {
-		v, ok := t.ask(ctx, tr, in, reserve, &log)
+	tr, err := t.e.eachTier(ctx, t.tiers, false, &log, func(ctx context.Context, tr *tier, below []tier) (bool, error) {
+		v, ok := t.ask(ctx, tr, in, below, &log)
 		val = v
 		return ok, nil
 	})
@@ -58,7 +58,7 @@ func (t *Task) RunJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 
 // ask asks one tier, re-asking up to maxReasks times after a contract violation, and returns
 // the valid answer.
-func (t *Task) ask(ctx context.Context, tr *tier, in afloat.Input, reserve time.Duration, log *callLog) (json.RawMessage, bool) {
+func (t *Task) ask(ctx context.Context, tr *tier, in afloat.Input, below []tier, log *callLog) (json.RawMessage, bool) {
 	msgs, err := tr.prompt.Render(in)
 	if err != nil {
 		t.e.record(log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
@@ -81,7 +81,7 @@ func (t *Task) ask(ctx context.Context, tr *tier, in afloat.Input, reserve time.
 		return resp, nil
 	}
 	for reask := 0; ; reask++ {
-		out := t.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, reserve: reserve, budget: t.budget}, check)
+		out := t.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, below: below, budget: t.budget}, check)
 		switch {
 		case out.outcome == afloat.OutcomeOK:
 			return val, true

@@ -11,8 +11,9 @@ import (
 
 // stream runs a streamed attempt: it opens the provider's stream (or, for a provider that
 // cannot stream, makes one Complete call and passes its answer as one chunk) and passes each
-// chunk to the client. The attempt's timer bounds the wait for the first chunk, then is
-// re-armed with the read timeout for each gap between chunks, so a stalled stream is cut.
+// chunk to the client. The attempt's timer bounds the wait for the first chunk (the time to
+// first chunk learnt for the route, ProviderConfig.FirstToken), then is re-armed with the
+// fixed ProviderConfig.StreamIdle for each gap between chunks, so a stalled stream is cut.
 // It returns what was received, whether any of it reached the client, and how the stream
 // ended: nil for a clean end, a *clientGone when emit failed.
 func (a *attempt) stream(ctx context.Context) (*afloat.Response, bool, error) {
@@ -30,7 +31,12 @@ func (a *attempt) stream(ctx context.Context) (*afloat.Response, bool, error) {
 		}
 		s = afloat.StreamOf(resp)
 	}
-	defer s.Close()
+	defer func() {
+		if sc, ok := s.(afloat.SkipCounter); ok {
+			a.skipped = sc.Skipped()
+		}
+		s.Close()
+	}()
 
 	var b strings.Builder
 	resp := &afloat.Response{}
@@ -65,11 +71,10 @@ func (a *attempt) stream(ctx context.Context) (*afloat.Response, bool, error) {
 				return resp, true, &clientGone{err}
 			}
 		}
-		// The next gap may last the read timeout; a cut then is the provider's stall, unless
-		// the budget ends first.
-		a.bound = a.read >= remaining(ctx, a.e.clock)
-		a.squeezed = a.bound
-		a.timer.Reset(a.read)
+		// The next gap may last the stream's idle timeout (see attempt.blamed for a gap
+		// the budget cuts first).
+		a.lastChunk = a.e.clock.Now()
+		a.timer.Reset(u.streamIdle)
 	}
 	resp.Content = b.String()
 	if !emitted {

@@ -145,6 +145,9 @@ type tier struct {
 	cost        prometheus.Counter
 	reasks      prometheus.Counter
 	retries     prometheus.Counter
+	refusals    prometheus.Counter
+	wasted      prometheus.Counter            // cost of answers not used
+	skipped     prometheus.Counter            // stream events skipped
 	answers     map[string]prometheus.Counter // by result (ok or a stage); nil for routes
 	answered    prometheus.Counter            // answers["ok"]; nil for routes
 }
@@ -321,6 +324,9 @@ func (e *Engine) newTier(scope string, i int, provider, version string) (tier, e
 		cost:        m.Cost.WithLabelValues(u.name, scope),
 		reasks:      m.Reasks.WithLabelValues(scope, u.name),
 		retries:     m.Retries.WithLabelValues(scope, u.name),
+		refusals:    m.Refusals.WithLabelValues(scope, u.name),
+		wasted:      m.WastedCost.WithLabelValues(u.name, scope),
+		skipped:     m.StreamEventsSkipped.WithLabelValues(u.name, scope),
 	}
 	for _, o := range afloat.Outcomes {
 		tr.attempts[o] = m.Attempts.WithLabelValues(scope, u.name, string(o))

@@ -26,7 +26,7 @@ type Config struct {
 	// MinSamples is how many successful calls the estimate needs before it replaces
 	// Initial. 0 means 20.
 	MinSamples int
-	// Window is about how many recent samples, successes and timeouts alike, the estimate
+	// Window is about how many recent answers (cut calls are not samples) the estimate
 	// covers: it reads the last Window/2 to Window samples. At least 2; 0 means 500.
 	Window int
 }

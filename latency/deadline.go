@@ -78,31 +78,6 @@ func (d Deadline) Remaining() time.Duration {
 	return max(0, d.at.Sub(clk.Now()))
 }
 
-// AttemptTimeout returns the timeout for one attempt: the read timeout capped by the
-// budget left in ctx (its Deadline, else ctx.Deadline(), else unlimited), and whether at
-// least useful is left. When it is not, the caller skips the tier with reason "deadline"
-// rather than start an attempt that cannot finish. A ctx already done leaves nothing:
-// (0, false). clk must be the clock the budget was set on; nil is the real clock.
-func AttemptTimeout(ctx context.Context, clk clockwork.Clock, read, useful time.Duration) (time.Duration, bool) {
-	select {
-	case <-ctx.Done():
-		return 0, false
-	default:
-	}
-	// Deadline() of a WithBudget context is its Deadline's At, or earlier for a derived one.
-	at, ok := ctx.Deadline()
-	if !ok {
-		return read, true
-	}
-	if clk == nil {
-		clk = clockwork.NewRealClock()
-	}
-	left := at.Sub(clk.Now())
-	if left <= 0 {
-		return 0, false
-	}
-	return min(read, left), left >= useful
-}
 
 // fakeDeadlineCtx is a context cancelled when a fake clock passes its deadline.
 type fakeDeadlineCtx struct {

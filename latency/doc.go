@@ -10,22 +10,18 @@
 // provider × task.
 //
 // [WithBudget] puts the call's total budget into its context as a [Deadline]; every attempt,
-// retry and re-ask draws from it, and [AttemptTimeout] caps each attempt's read timeout by
-// what is left, or says to skip the tier when too little is. (The cascade adds its own rules
-// on top: a reserve for the tiers below, and the median as the least worth starting.)
-//
-// One call through one tier, as the cascade does it:
+// retry and re-ask draws from it. How much of it each attempt gets (the reserve for the tiers
+// below, the median as the least worth starting, who is to blame for a cut) is the cascade's
+// rule, in cascade/attempt.go.
 //
 //	ctx, cancel := latency.WithBudget(ctx, clk, task.Budget)
 //	defer cancel()
 //	est, err := estimators.Estimator("gigachat-pro", "triage", cfg.Timeouts)
-//	if err != nil { ... }                      // invalid configuration
-//	read := est.ReadTimeout()
-//	timeout, ok := latency.AttemptTimeout(ctx, clk, read, useful)
-//	if !ok { ... }                             // skip this tier: reason "deadline"
+//	if err != nil { ... }                  // invalid configuration
+//	read := est.ReadTimeout()              // clamp(p95 × multiplier, min, max), or initial
 //	start := clk.Now()
-//	resp, err := call(ctx, timeout)
-//	if err == nil || afloat.KindOf(err) == afloat.Contract {
-//		est.Observe(clk.Since(start))          // the provider answered; a cut holds the estimate
+//	resp, err := call(ctx, read)
+//	if err == nil {
+//		est.Observe(clk.Since(start))      // an answer; a cut holds the estimate
 //	}
 package latency

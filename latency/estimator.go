@@ -175,7 +175,7 @@ func (e *Estimator) Median() (time.Duration, bool) {
 
 // ReadTimeout returns the read timeout for the next call: clamp(Percentile × Multiplier,
 // Min, Max), or Initial until MinSamples calls have succeeded. The caller still caps it by
-// the call's remaining budget (AttemptTimeout).
+// the call's remaining budget.
 func (e *Estimator) ReadTimeout() time.Duration {
 	return time.Duration(e.readTimeout.Load())
 }

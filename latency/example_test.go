@@ -1,12 +1,10 @@
 package latency_test
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/afloat-dev/afloat/latency"
-	"github.com/jonboulle/clockwork"
 )
 
 func ExampleEstimator() {
@@ -27,19 +25,3 @@ func ExampleEstimator() {
 	// read timeout: 680ms
 }
 
-func ExampleAttemptTimeout() {
-	clk := clockwork.NewFakeClock()
-	ctx, cancel := latency.WithBudget(context.Background(), clk, 3*time.Second)
-	defer cancel()
-
-	const read, useful = 2 * time.Second, 500 * time.Millisecond
-	fmt.Println(latency.AttemptTimeout(ctx, clk, read, useful))
-	clk.Advance(2 * time.Second) // the first attempt timed out
-	fmt.Println(latency.AttemptTimeout(ctx, clk, read, useful))
-	clk.Advance(600 * time.Millisecond) // a retry failed fast
-	fmt.Println(latency.AttemptTimeout(ctx, clk, read, useful))
-	// Output:
-	// 2s true
-	// 1s true
-	// 400ms false
-}

@@ -31,6 +31,13 @@ type Metrics struct {
 	ReviewQueueDepth   *prometheus.GaugeVec     // task
 	Normalize          *prometheus.CounterVec   // task, step
 	Retries            *prometheus.CounterVec   // task, provider
+	// Refusals counts attempts a provider declined under its content policy; WastedCost the
+	// cost of answers that were not used (a contract violation, a stream cut before its end),
+	// which the caller is not billed for; StreamEventsSkipped the stream events an adapter
+	// could not parse and skipped.
+	Refusals            *prometheus.CounterVec // task, provider
+	WastedCost          *prometheus.CounterVec // provider, task
+	StreamEventsSkipped *prometheus.CounterVec // provider, task
 	// The review queue's: items queued, resolved, rejected and purged by retention, by
 	// task; the age of the oldest unanswered item by task; whether the store commits.
 	ReviewEnqueued      *prometheus.CounterVec // task
@@ -68,10 +75,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		ReviewQueueDepth: gauge("afloat_review_queue_depth", "Items waiting for human review.", "task"),
 		Normalize:        counter("afloat_normalize_total", "Normalization steps that changed a model's answer.", "task", "step"),
 		Retries:          counter("afloat_retries_total", "Retries on the same provider after a transient failure.", "task", "provider"),
-		ReviewEnqueued:   counter("afloat_review_enqueued_total", "Items queued for human review.", "task"),
-		ReviewResolved:   counter("afloat_review_resolved_total", "Review items an operator answered.", "task"),
-		ReviewRejected:   counter("afloat_review_rejected_total", "Review items an operator rejected.", "task"),
-		ReviewPurged:     counter("afloat_review_purged_total", "Answered review items deleted after the retention period.", "task"),
+		Refusals:         counter("afloat_refusals_total", "Attempts the provider declined under its content policy.", "task", "provider"),
+		WastedCost:       counter("afloat_wasted_cost_total", "Cost of answers that were not used (contract violations, cut streams), not billed to the caller.", "provider", "task"),
+		StreamEventsSkipped: counter("afloat_stream_events_skipped_total",
+			"Stream events that could not be parsed and were skipped.", "provider", "task"),
+		ReviewEnqueued: counter("afloat_review_enqueued_total", "Items queued for human review.", "task"),
+		ReviewResolved: counter("afloat_review_resolved_total", "Review items an operator answered.", "task"),
+		ReviewRejected: counter("afloat_review_rejected_total", "Review items an operator rejected.", "task"),
+		ReviewPurged:   counter("afloat_review_purged_total", "Answered review items deleted after the retention period.", "task"),
 		ReviewOldestPending: NewAgeVec("afloat_review_oldest_pending_seconds",
 			"Age of the oldest review item not answered yet (pending or claimed); 0 when none.", "task"),
 		ReviewStoreHealthy: prometheus.NewGauge(prometheus.GaugeOpts{Name: "afloat_review_store_healthy", Help: "Whether the review store commits (1) or not (0)."}),
@@ -82,7 +93,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.Requests, m.Attempts, m.CircuitOpened, m.CircuitState,
 		m.ContractViolations, m.Reasks, m.ProviderLatency, m.ReadTimeout, m.Tokens, m.Cost,
-		m.FallbackShare, m.ReviewQueueDepth, m.Normalize, m.Retries, m.ReviewEnqueued, m.ReviewResolved,
+		m.FallbackShare, m.ReviewQueueDepth, m.Normalize, m.Retries, m.Refusals, m.WastedCost,
+		m.StreamEventsSkipped, m.ReviewEnqueued, m.ReviewResolved,
 		m.ReviewRejected, m.ReviewPurged, m.ReviewOldestPending, m.ReviewStoreHealthy} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -114,6 +126,8 @@ func (m *Metrics) InitTask(task string, providers, outcomes, reasons []string) {
 		}
 		m.Reasks.WithLabelValues(task, p)
 		m.Retries.WithLabelValues(task, p)
+		m.Refusals.WithLabelValues(task, p)
+		m.WastedCost.WithLabelValues(p, task)
 		m.Tokens.WithLabelValues(p, task)
 		m.Cost.WithLabelValues(p, task)
 		m.ReadTimeout.WithLabelValues(p, task)
