@@ -78,7 +78,6 @@ func (d Deadline) Remaining() time.Duration {
 	return max(0, d.at.Sub(clk.Now()))
 }
 
-
 // fakeDeadlineCtx is a context cancelled when a fake clock passes its deadline.
 type fakeDeadlineCtx struct {
 	parent context.Context

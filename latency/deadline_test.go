@@ -183,5 +183,3 @@ func TestFromContext(t *testing.T) {
 		t.Errorf("zero Deadline Remaining() = %v, want 0", got)
 	}
 }
-
-

@@ -24,4 +24,3 @@ func ExampleEstimator() {
 	// p95: 450ms
 	// read timeout: 680ms
 }
-
