@@ -521,3 +521,121 @@ func TestHangingBackupOpensBehindAFastFailingPrimary(t *testing.T) {
 		}
 	})
 }
+
+// refusing fails every call with a content-policy refusal.
+func refusing(context.Context, *afloat.Request, int) (*afloat.Response, error) {
+	return nil, &afloat.ProviderError{Provider: "p0", Status: 400, Kind: afloat.Refused, Code: "content_policy_violation",
+		Err: errors.New("Your request was rejected as a result of our safety system.")}
+}
+
+// TestRefusalReachesTheCaller: a content-policy refusal is not retried and, by default, not
+// routed around: the route returns a *RefusalError with the provider's reason, the task
+// answers by its policy with reason refused. With on_refusal next_tier the next tier answers.
+func TestRefusalReachesTheCaller(t *testing.T) {
+	p0, p1 := &fake{fn: refusing}, &fake{fn: answer("hello")}
+	_, r := newRoute(t, nil, nil, nil, p0, p1)
+	rep, err := r.Complete(context.Background(), hi)
+	var re *RefusalError
+	if !errors.As(err, &re) || re.Provider != "p0" || re.Code != "content_policy_violation" || !strings.Contains(re.Reason, "safety system") {
+		t.Fatalf("err %v, want the provider's refusal", err)
+	}
+	if p0.calls.Load() != 1 || p1.calls.Load() != 0 {
+		t.Errorf("calls p0 %d p1 %d: a refusal is neither retried nor routed around", p0.calls.Load(), p1.calls.Load())
+	}
+	if rep == nil || rep.Reason != afloat.Reason(afloat.OutcomeRefused) {
+		t.Errorf("reply %+v", rep)
+	}
+
+	e, r := newRoute(t, nil, nil, nil, &fake{fn: refusing}, &fake{fn: answer("hello")})
+	r2, err := e.Route(RouteConfig{Name: "chat2", Criticality: afloat.Assistance, OnRefusal: RefusalNextTier,
+		Cascade: []RouteTier{{Provider: "p0"}, {Provider: "p1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := r2.Complete(context.Background(), hi); err != nil || rep.Provider != "p1" {
+		t.Fatalf("with next_tier: %+v %v", rep, err)
+	}
+	_ = r
+
+	fx := newFixture(t, nil, refusing, answer(validAnswer))
+	task := fx.task(t, nil)
+	for range 6 { // more than the breaker's consecutive failures
+		res, err := task.RunJSON(context.Background(), ticket)
+		if err != nil || res.Source != afloat.SourceHeuristic || res.Reason != "refused" {
+			t.Fatalf("task: %+v %v, want the heuristic with reason refused", res, err)
+		}
+	}
+	if fx.fakes["p1"].calls.Load() != 0 {
+		t.Error("the task asked the next tier after a refusal")
+	}
+	if st := fx.eng.Breaker("p0").State(context.Background()); st != breaker.StateClosed {
+		t.Errorf("a refusal moved the breaker: %v", st)
+	}
+	if got := testutil.ToFloat64(fx.eng.Metrics().Refusals.WithLabelValues("triage", "p0")); got != 6 {
+		t.Errorf("refusals counted %v", got)
+	}
+}
+
+// cutAfter streams pieces, then fails as a cut connection.
+func cutAfter(pieces ...string) func(context.Context, int) (afloat.Chunk, error) {
+	return func(_ context.Context, n int) (afloat.Chunk, error) {
+		if n < len(pieces) {
+			return afloat.Chunk{Delta: pieces[n]}, nil
+		}
+		return afloat.Chunk{}, &afloat.ProviderError{Provider: "p0", Kind: afloat.Unavailable, Err: syscall.ECONNRESET}
+	}
+}
+
+// TestCutStreamContinuedOnTheNextTier: a stream cut after its first chunks is continued by a
+// tier that declares continuation from an assistant prefill: it is asked to continue the text
+// the client has, and the client reads one answer. A tier that cannot continue is not asked.
+func TestCutStreamContinuedOnTheNextTier(t *testing.T) {
+	var got *afloat.Request
+	cont := &streamer{recv: words(" world", "!")}
+	cont.open = func(context.Context) error { return nil }
+	e, r := newRoute(t, nil, nil, nil, &streamer{recv: cutAfter("Hel", "lo")}, &streamer{recv: words("never")}, cont)
+	e.upstreams["p2"].continues = true
+	captured := &capturing{Streamer: cont, got: &got}
+	e.upstreams["p2"].p = captured
+	var c collector
+	rep, err := r.Stream(context.Background(), hi, c.emit)
+	if err != nil {
+		t.Fatalf("err %v, want the stream continued", err)
+	}
+	if c.text.String() != "Hello world!" || rep.Response.Content != "Hello world!" || rep.Provider != "p2" || !rep.Degraded {
+		t.Fatalf("client read %q, reply %q from %s (degraded %v)", c.text.String(), rep.Response.Content, rep.Provider, rep.Degraded)
+	}
+	last := got.Messages[len(got.Messages)-1]
+	if !got.Continue || last.Role != afloat.RoleAssistant || last.Content != "Hello" {
+		t.Errorf("continuation request: continue %v, last message %+v", got.Continue, last)
+	}
+	outs := make([]afloat.Outcome, len(rep.Attempts))
+	for i, a := range rep.Attempts {
+		outs[i] = a.Outcome
+	}
+	if len(outs) != 2 || outs[0] != afloat.OutcomeUnavailable || outs[1] != afloat.OutcomeOK {
+		t.Errorf("attempts %v: p1, which cannot continue, must not be asked", outs)
+	}
+
+	// Without a tier that can continue, the stream ends with the clear error.
+	_, r = newRoute(t, nil, nil, nil, &streamer{recv: cutAfter("Hel", "lo")}, &streamer{recv: words("never")})
+	var c2 collector
+	if _, err := r.Stream(context.Background(), hi, c2.emit); !errors.As(err, new(*StreamError)) || c2.text.String() != "Hello" {
+		t.Fatalf("err %v after %q, want a StreamError", err, c2.text.String())
+	}
+}
+
+// capturing is a Streamer that keeps the last request it was asked to stream.
+type capturing struct {
+	afloat.Streamer
+	got **afloat.Request
+}
+
+func (c *capturing) Complete(context.Context, *afloat.Request) (*afloat.Response, error) {
+	return nil, errors.New("not used")
+}
+
+func (c *capturing) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream, error) {
+	*c.got = req
+	return c.Streamer.Stream(ctx, req)
+}

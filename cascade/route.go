@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"text/template"
@@ -64,10 +65,64 @@ type RouteConfig struct {
 	// response format or calls a tool with arguments that break the tool's parameter schema,
 	// per tier. 0 means 1; a negative value disables them.
 	MaxReasks int
+	// OnRefusal is what follows a provider's content-policy refusal: RefusalStop (the
+	// default: the refusal reaches the client as a *RefusalError, with the provider's reason)
+	// or RefusalNextTier (the next tier is asked).
+	OnRefusal RefusalPolicy
 }
 
 // ErrExhausted: every tier of a route was skipped or failed. The Reply says how.
 var ErrExhausted = errors.New("cascade: no tier answered")
+
+// RefusalError is a provider's content-policy refusal, ending a call whose OnRefusal is
+// RefusalStop. Reason is the provider's own words.
+type RefusalError struct {
+	Provider string
+	Code     string
+	Reason   string
+}
+
+func (e *RefusalError) Error() string {
+	return fmt.Sprintf("%s refused the request: %s", e.Provider, e.Reason)
+}
+
+// RefusalPolicy is what follows a provider's content-policy refusal.
+type RefusalPolicy string
+
+const (
+	// RefusalStop ends the call with the refusal (a task then answers by its policy).
+	RefusalStop RefusalPolicy = "stop"
+	// RefusalNextTier asks the next tier, as after any other failure.
+	RefusalNextTier RefusalPolicy = "next_tier"
+)
+
+// ParseRefusalPolicy reads an on_refusal value; "" is RefusalStop.
+func ParseRefusalPolicy(s string) (RefusalPolicy, error) {
+	switch p := RefusalPolicy(s); p {
+	case "":
+		return RefusalStop, nil
+	case RefusalStop, RefusalNextTier:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown on_refusal %q (want stop or next_tier)", s)
+}
+
+// refusal returns the *RefusalError of a refused attempt, or nil when out is no refusal or the
+// policy asks the next tier.
+func refusal(policy RefusalPolicy, tr *tier, out settled) error {
+	if out.outcome != afloat.OutcomeRefused || policy == RefusalNextTier {
+		return nil
+	}
+	re := &RefusalError{Provider: tr.up.name, Reason: "declined under the provider's usage policy"}
+	var pe *afloat.ProviderError
+	if errors.As(out.err, &pe) {
+		re.Code = pe.Code
+		if pe.Err != nil {
+			re.Reason = pe.Err.Error()
+		}
+	}
+	return re
+}
 
 // StreamError is a stream that failed after its first chunk reached the client: no other
 // tier may answer any more, and the client must be told the answer is cut.
@@ -106,6 +161,7 @@ type Route struct {
 	crit        afloat.Criticality
 	budget      time.Duration
 	maxReasks   int
+	onRefusal   RefusalPolicy
 	tiers       []tier
 	systems     []*template.Template
 	modes       []SystemMode
@@ -144,8 +200,12 @@ func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
 	case cfg.Budget < 0:
 		return nil, fmt.Errorf("budget %v is negative", cfg.Budget)
 	}
+	onRefusal, err := ParseRefusalPolicy(string(cfg.OnRefusal))
+	if err != nil {
+		return nil, err
+	}
 	r := &Route{e: e, name: cfg.Name, crit: cfg.Criticality, budget: cfg.Budget, maxReasks: cfg.MaxReasks,
-		share: newShareWindow(e.clock), contracts: map[string]*normalize.Contract{}}
+		onRefusal: onRefusal, share: newShareWindow(e.clock), contracts: map[string]*normalize.Contract{}}
 	if r.budget == 0 {
 		r.budget = 30 * time.Second
 	}
@@ -346,10 +406,15 @@ func (r *Route) Complete(ctx context.Context, in *afloat.Request) (*Reply, error
 	}
 	var resp *afloat.Response
 	tr, err := r.e.eachTier(ctx, r.tiers, false, &log, func(ctx context.Context, tr *tier, below []tier) (bool, error) {
-		resp = r.ask(ctx, tr, in, below, contract, tools, &log)
-		return resp != nil, nil
+		var err error
+		resp, err = r.ask(ctx, tr, in, below, contract, tools, &log)
+		return resp != nil, err
 	})
+	var refused *RefusalError
 	switch {
+	case errors.As(err, &refused):
+		rep, _ := r.exhausted(&log, start)
+		return rep, err
 	case err != nil:
 		return nil, err
 	case tr == nil:
@@ -360,12 +425,13 @@ func (r *Route) Complete(ctx context.Context, in *afloat.Request) (*Reply, error
 
 // ask calls one tier, checks the answer (tool calls against their tools' parameters, text
 // against the json_schema response format) and re-asks after a violation. It returns the
-// valid answer, or nil.
-func (r *Route) ask(ctx context.Context, tr *tier, in *afloat.Request, below []tier, c *normalize.Contract, tools map[string]*normalize.Contract, log *callLog) *afloat.Response {
+// valid answer, or nil, with a *RefusalError when the provider refused and the route stops
+// there.
+func (r *Route) ask(ctx context.Context, tr *tier, in *afloat.Request, below []tier, c *normalize.Contract, tools map[string]*normalize.Contract, log *callLog) (*afloat.Response, error) {
 	req, err := r.request(tr.idx, in)
 	if err != nil {
 		r.e.record(log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
-		return nil
+		return nil, nil
 	}
 	var chk normalize.ToolCheck // the last tool check, for a re-ask
 	check := func(resp *afloat.Response) (*afloat.Response, error) {
@@ -399,9 +465,9 @@ func (r *Route) ask(ctx context.Context, tr *tier, in *afloat.Request, below []t
 		out := r.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, below: below, budget: r.budget}, check)
 		switch {
 		case out.outcome == afloat.OutcomeOK:
-			return out.resp
+			return out.resp, nil
 		case out.outcome != afloat.OutcomeContractViolation || reask >= r.maxReasks:
-			return nil
+			return nil, refusal(r.onRefusal, tr, out)
 		}
 		tr.reasks.Inc()
 		if len(out.resp.ToolCalls) > 0 && tools != nil {
@@ -514,35 +580,95 @@ func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 		return r.exhausted(&log, start)
 	}
 	var out settled
+	var by *tier // the tier whose answer the client got last: the one that continued a cut stream
 	tr, err := r.e.eachTier(ctx, r.tiers, true, &log, func(ctx context.Context, tr *tier, below []tier) (bool, error) {
 		req, err := r.request(tr.idx, in)
 		if err != nil {
 			r.e.record(&log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
 			return false, nil
 		}
-		out = r.e.call(ctx, &log, spec{tr: tr, req: req, below: below, budget: r.budget, emit: emit}, nil)
+		out, by = r.e.call(ctx, &log, spec{tr: tr, req: req, below: below, budget: r.budget, emit: emit}, nil), tr
 		switch {
 		case out.outcome == afloat.OutcomeOK:
 			return true, nil
 		case !out.emitted:
-			return false, nil
+			return false, refusal(r.onRefusal, tr, out)
 		}
 		var gone *clientGone
 		if errors.As(out.err, &gone) {
 			return false, gone.err
 		}
-		// Cut after the first chunk: the client got part of an answer, and no other tier may
-		// answer any more.
+		// Cut after the first chunk: the client got part of an answer. A tier below that can
+		// continue from it may still finish the answer; no other may.
+		if rescued, cont := r.rescue(ctx, &log, in, below, out, emit); cont != nil {
+			out, by = rescued, cont
+			if out.outcome == afloat.OutcomeOK {
+				return true, nil
+			}
+			return false, errors.Unwrap(out.err) // the client left during the continuation
+		}
 		return false, &StreamError{Provider: tr.up.name, Err: out.err}
 	})
+	var refused *RefusalError
 	switch {
+	case errors.As(err, &refused):
+		rep, _ := r.exhausted(&log, start)
+		return rep, err
 	case tr == nil && err != nil:
 		return nil, err
 	case tr == nil:
 		return r.exhausted(&log, start)
 	case err != nil:
 		var cut *StreamError
-		return r.answered(&log, tr, out.resp, start, errors.As(err, &cut) || tr.idx > 0), err
+		return r.answered(&log, by, out.resp, start, errors.As(err, &cut) || by.idx > 0), err
 	}
-	return r.answered(&log, tr, out.resp, start, tr.idx > 0), nil
+	return r.answered(&log, by, out.resp, start, by.idx > 0), nil
+}
+
+// rescue continues a stream cut after its first chunk on the first tier of below that
+// declares continuation from an assistant prefill (ProviderConfig.Continuation), asking it to
+// continue the text the client has; the continuation streams on to the client, so that it
+// reads one coherent answer. A tier that cannot continue is not asked: its refusal of a
+// prefill would only hide the real failure. A continuation cut in turn is continued further
+// down. It returns the rescued attempt (its response holds the whole answer) and the tier that
+// finished it (or that was streaming when the client left: its error is then a *clientGone),
+// or nil when no tier could: the stream then ends with the clear error.
+func (r *Route) rescue(ctx context.Context, log *callLog, in *afloat.Request, below []tier, cut settled, emit EmitFunc) (settled, *tier) {
+	partial := cut.resp.Content
+	if partial == "" || len(cut.resp.ToolCalls) > 0 {
+		return cut, nil // only text can be continued
+	}
+	for j := range below {
+		tr := &below[j]
+		if !tr.up.continues {
+			continue
+		}
+		req, err := r.request(tr.idx, in)
+		if err != nil {
+			continue
+		}
+		req.Messages = append(slices.Clip(req.Messages), afloat.Message{Role: afloat.RoleAssistant, Content: partial})
+		req.Continue = true
+		out := r.e.call(ctx, log, spec{tr: tr, req: req, below: below[j+1:], budget: r.budget, emit: emit}, nil)
+		if out.resp != nil {
+			partial += out.resp.Content
+		}
+		switch {
+		case out.outcome == afloat.OutcomeOK:
+			out.resp.Content = partial
+			return out, tr
+		case out.emitted:
+			if _, gone := out.err.(*clientGone); gone {
+				return out, tr
+			}
+			cut = out // cut again: continue what the client has now
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if cut.resp != nil {
+		cut.resp.Content = partial
+	}
+	return cut, nil
 }

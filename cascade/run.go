@@ -3,6 +3,7 @@ package cascade
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -41,14 +42,17 @@ func (t *Task) RunJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 	}
 	var val json.RawMessage
 	tr, err := t.e.eachTier(ctx, t.tiers, false, &log, func(ctx context.Context, tr *tier, below []tier) (bool, error) {
-		v, ok := t.ask(ctx, tr, in, below, &log)
+		v, ok, err := t.ask(ctx, tr, in, below, &log)
 		val = v
-		return ok, nil
+		return ok, err
 	})
-	if err != nil {
+	var refused *RefusalError
+	switch {
+	case errors.As(err, &refused):
+		return t.exhausted(ctx, in, &log, start) // the policy answers what the provider refused
+	case err != nil:
 		return res, err
-	}
-	if tr == nil {
+	case tr == nil:
 		return t.exhausted(ctx, in, &log, start)
 	}
 	res.Value, res.Source, res.Degraded = val, afloat.SourceModel, tr.idx > 0
@@ -57,12 +61,12 @@ func (t *Task) RunJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 }
 
 // ask asks one tier, re-asking up to maxReasks times after a contract violation, and returns
-// the valid answer.
-func (t *Task) ask(ctx context.Context, tr *tier, in afloat.Input, below []tier, log *callLog) (json.RawMessage, bool) {
+// the valid answer, or a *RefusalError that ends the cascade.
+func (t *Task) ask(ctx context.Context, tr *tier, in afloat.Input, below []tier, log *callLog) (json.RawMessage, bool, error) {
 	msgs, err := tr.prompt.Render(in)
 	if err != nil {
 		t.e.record(log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
-		return nil, false
+		return nil, false, nil
 	}
 	req := &afloat.Request{
 		Messages: msgs, ResponseFormat: t.format, MaxTokens: tr.maxTokens,
@@ -84,9 +88,9 @@ func (t *Task) ask(ctx context.Context, tr *tier, in afloat.Input, below []tier,
 		out := t.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, below: below, budget: t.budget}, check)
 		switch {
 		case out.outcome == afloat.OutcomeOK:
-			return val, true
+			return val, true, nil
 		case out.outcome != afloat.OutcomeContractViolation || reask >= t.maxReasks:
-			return nil, false
+			return nil, false, refusal(t.onRefusal, tr, out)
 		}
 		tr.reasks.Inc()
 		req = t.e.reaskRequest(tr, req, out.resp.Content, out.err, t.contract.Schema())

@@ -101,6 +101,10 @@ type TaskConfig struct {
 	// MaxReasks is the number of clarifying re-asks after a contract violation, per tier.
 	// 0 means 1; a negative value disables re-asks.
 	MaxReasks int
+	// OnRefusal is what follows a provider's content-policy refusal: RefusalStop (the
+	// default: no other tier is asked, the task answers by its OnExhausted policy with reason
+	// refused) or RefusalNextTier.
+	OnRefusal RefusalPolicy
 }
 
 // Task is a configured task. It implements afloat.Runner and is safe for concurrent use.
@@ -118,6 +122,7 @@ type Task struct {
 	heuristic Heuristic
 	reviewSLA time.Duration
 	maxReasks int
+	onRefusal RefusalPolicy
 	share     *shareWindow
 
 	steps      stepCounters
@@ -192,10 +197,14 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	onRefusal, err := ParseRefusalPolicy(string(cfg.OnRefusal))
+	if err != nil {
+		return nil, err
+	}
 
 	t := &Task{
 		e: e, name: cfg.Name, crit: cfg.Criticality, policy: policy, budget: cfg.Budget,
-		contract: contract, heuristic: cfg.Heuristic, reviewSLA: cfg.ReviewSLA, maxReasks: cfg.MaxReasks,
+		contract: contract, heuristic: cfg.Heuristic, reviewSLA: cfg.ReviewSLA, maxReasks: cfg.MaxReasks, onRefusal: onRefusal,
 		share:  newShareWindow(e.clock),
 		format: &afloat.ResponseFormat{Type: "json_schema", Name: cfg.Name, Schema: contract.Schema()},
 	}

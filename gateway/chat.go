@@ -291,6 +291,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("no route %q: the model field names an afloat route", cr.Model), "model")
 		return
 	}
+	w.Header().Set("X-Afloat-Route", cr.Model)
 	if cr.Stream {
 		g.chatStream(w, r, cr, req, route)
 		return
@@ -303,14 +304,34 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, chatCompletion(cr.Model, rep, g.clock.Now()))
 }
 
+// answerModel is the model to report: the upstream model that answered, or the route's name
+// when the provider did not say.
+func answerModel(upstream, route string) string {
+	if upstream != "" {
+		return upstream
+	}
+	return route
+}
+
 // chatFailed answers a route call that produced no answer and reports whether it did.
 func (g *Gateway) chatFailed(w http.ResponseWriter, r *http.Request, rep *cascade.Reply, err error) bool {
 	var re *cascade.RequestError
+	var refused *cascade.RefusalError
 	switch {
 	case err == nil:
 		return false
 	case errors.As(err, &re):
 		writeChatError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", re.Error(), re.Field)
+	case errors.As(err, &refused):
+		// The provider declined the content: the client gets its reason, as from the
+		// provider itself, and no retry will change it.
+		setAfloatHeaders(w.Header(), afloat.SourceUnavailable, refused.Provider, true)
+		w.Header().Set("X-Should-Retry", "false")
+		code := refused.Code
+		if code == "" {
+			code = "content_policy_violation"
+		}
+		writeChatError(w, http.StatusBadRequest, "invalid_request_error", code, refused.Reason, "")
 	case errors.Is(err, cascade.ErrExhausted):
 		reason := ""
 		if rep != nil {
@@ -409,10 +430,12 @@ func chatCompletion(model string, rep *cascade.Reply, now time.Time) completion 
 		c := resp.Content
 		msg.Content = &c
 	}
+	// usage is the answer's: failed attempts are not billed to the caller (their cost is in
+	// afloat_wasted_cost_total).
 	return completion{
-		ID: newID(), Object: "chat.completion", Created: now.Unix(), Model: model,
+		ID: newID(), Object: "chat.completion", Created: now.Unix(), Model: answerModel(resp.Model, model),
 		Choices: []choice{{Index: 0, Message: msg, FinishReason: &finish}},
-		Usage:   usageOf(rep.Usage),
+		Usage:   usageOf(resp.Usage),
 		Afloat:  map[string]any{"source": rep.Source, "provider": rep.Provider, "tier": rep.Tier, "degraded": rep.Degraded, "reason": nullable(string(rep.Reason)), "attempts": publicAttempts(rep.Attempts)},
 	}
 }
@@ -445,11 +468,28 @@ func (g *Gateway) chatStream(w http.ResponseWriter, r *http.Request, cr *chatReq
 		}
 		return nil
 	}
+	// model is the upstream model streaming now; first the provider that started the
+	// stream, and continuedBy the one that took over a cut stream (an afloat extension on
+	// every chunk after the switch).
+	model, first, continuedBy := "", "", ""
 	chunk := func(d *choiceDelta, finish *string) completion {
-		return completion{ID: id, Object: "chat.completion.chunk", Created: created, Model: cr.Model,
+		c := completion{ID: id, Object: "chat.completion.chunk", Created: created, Model: answerModel(model, cr.Model),
 			Choices: []choice{{Index: 0, Delta: d, FinishReason: finish}}}
+		if continuedBy != "" {
+			c.Afloat = map[string]any{"continued_by": continuedBy}
+		}
+		return c
 	}
 	emit := func(provider string, tier int, c afloat.Chunk) error {
+		switch {
+		case first == "":
+			first = provider
+		case provider != first && provider != continuedBy:
+			continuedBy, model = provider, ""
+		}
+		if c.Model != "" {
+			model = c.Model
+		}
 		if !started {
 			h := w.Header()
 			h.Set("Content-Type", "text/event-stream")
@@ -510,7 +550,9 @@ func (g *Gateway) chatStream(w http.ResponseWriter, r *http.Request, cr *chatReq
 		}
 	}
 	if cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage {
-		if write(completion{ID: id, Object: "chat.completion.chunk", Created: created, Model: cr.Model, Choices: []choice{}, Usage: usageOf(rep.Usage)}) != nil {
+		last := chunk(nil, nil)
+		last.Choices, last.Usage = []choice{}, usageOf(rep.Response.Usage)
+		if write(last) != nil {
 			return
 		}
 	}

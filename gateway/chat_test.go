@@ -39,7 +39,11 @@ func TestChatCompletion(t *testing.T) {
 	if err := json.Unmarshal(body, &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Object != "chat.completion" || c.Model != "support-agent" || len(c.Choices) != 1 || c.Choices[0].Message.Content != "Ваш заказ в пути." || c.Choices[0].FinishReason != "stop" || c.Usage.TotalTokens != 19 {
+	// The model is the upstream's that answered; the route is in its header.
+	if hdr.Get("X-Afloat-Route") != "support-agent" {
+		t.Fatalf("X-Afloat-Route %q", hdr.Get("X-Afloat-Route"))
+	}
+	if c.Object != "chat.completion" || c.Model != "m" || len(c.Choices) != 1 || c.Choices[0].Message.Content != "Ваш заказ в пути." || c.Choices[0].FinishReason != "stop" || c.Usage.TotalTokens != 19 {
 		t.Fatalf("completion %s", body)
 	}
 	// The client's system message reached the primary unchanged.

@@ -13,8 +13,12 @@ import (
 )
 
 // initialRead is the read timeout before any latency was measured (defaults.timeouts.initial):
-// the cascade's bound on the wait for a stream's first chunk and between its chunks.
-const initialRead = 2 * time.Second
+// the cascade's bound on the wait for a stream's first chunk. streamIdle bounds the gaps
+// between chunks (timeouts.stream_idle's default).
+const (
+	initialRead = 2 * time.Second
+	streamIdle  = 10 * time.Second
+)
 
 // stall is a GigaChat stream that sends the events, then nothing until the call is cut; it
 // tells arrived when it stalls.
@@ -38,8 +42,8 @@ type streamed struct {
 
 // TestStreamTimeoutsOverRealAdapters drives the cascade's stream timeouts on a fake clock:
 // a GigaChat stream that never sends its first chunk is cut after the read timeout and
-// YandexGPT answers; one that stalls after its first chunk is cut after the same wait
-// between chunks, and ends in a *cascade.StreamError.
+// YandexGPT answers; one that stalls after its first chunk is cut after the stream's idle
+// timeout, and ends in a *cascade.StreamError.
 func TestStreamTimeoutsOverRealAdapters(t *testing.T) {
 	const first = `data: {"choices":[{"delta":{"content":"Пере","role":"assistant"},"index":0}],"model":"GigaChat-Pro","object":"chat.completion"}` + "\n\n"
 	tests := []struct {
@@ -75,11 +79,15 @@ func TestStreamTimeoutsOverRealAdapters(t *testing.T) {
 					t.Fatalf("first chunk = %q", got)
 				}
 			}
-			// The call's budget and the stream's own timer are armed: let the read timeout pass.
+			// The call's budget and the stream's own timer are armed: let its timeout pass.
 			if err := clk.BlockUntilContext(t.Context(), 2); err != nil {
 				t.Fatal(err)
 			}
-			clk.Advance(initialRead)
+			if tt.wantCut {
+				clk.Advance(streamIdle)
+			} else {
+				clk.Advance(initialRead)
+			}
 			res := within(t, done)
 
 			var se *cascade.StreamError
