@@ -40,7 +40,8 @@ type Breaker struct {
 }
 
 // New returns the breaker of the provider name. Invalid values in cfg (negative counts or
-// durations, a FailureRate outside (0, 1], MaxRecovery shorter than Recovery) are errors.
+// durations, a FailureRate outside (0, 1], a Growth below 1, a Jitter outside [0, 1),
+// MaxRecovery shorter than Recovery) are errors.
 func New(name string, cfg Config) (*Breaker, error) {
 	if name == "" {
 		return nil, errors.New("breaker: empty name")
@@ -151,7 +152,7 @@ func (b *Breaker) allow(ctx context.Context, st Store, via permitFlags) (Permit,
 }
 
 // Done reports the outcome of the call: nil err is a success. The error's afloat.KindOf
-// decides: Unavailable and Throttled are failures; Contract is a success for availability
+// decides: Unavailable and Throttled are failures; Contract and Refused are successes for availability
 // (the provider answered); Unusable opens the breaker at once for UnusableCooldown. A
 // Throttled *afloat.ProviderError whose RetryAfter is longer than the open period that its
 // failure starts extends that period to it. An outcome reported after the breaker changed
@@ -205,6 +206,9 @@ func (b *Breaker) done(ctx context.Context, st Store, p Permit, callErr error) e
 	if callErr != nil {
 		kind = afloat.KindOf(callErr)
 	}
+	if kind == afloat.Refused {
+		kind = afloat.Contract // the provider answered, declining the content: it is up
+	}
 	probe := p.token != 0
 	switch {
 	case probe && kind == afloat.Contract:
@@ -213,8 +217,8 @@ func (b *Breaker) done(ctx context.Context, st Store, p Permit, callErr error) e
 		})
 	case probe && kind != afloat.Unusable:
 		return b.update(ctx, st, p.epoch, func(rec Record) (Record, bool) {
-			rec.Recovery = min(2*b.recovery(rec), b.s.maxRecovery)
-			return b.opened(rec, now, kind, rec.Recovery, callErr), true
+			rec.Recovery = b.grown(b.recovery(rec))
+			return b.opened(rec, now, kind, b.jittered(rec.Recovery), callErr), true
 		})
 	}
 	switch kind {
@@ -227,7 +231,7 @@ func (b *Breaker) done(ctx context.Context, st Store, p Permit, callErr error) e
 		if err != nil || !c.Current || p.flags&elevated == 0 {
 			return err
 		}
-		// The first success after a failed probe ends the doubling.
+		// The first success after a failed probe ends the growth.
 		return b.update(ctx, st, p.epoch, func(rec Record) (Record, bool) {
 			if rec.Recovery == 0 {
 				return rec, false
@@ -241,7 +245,7 @@ func (b *Breaker) done(ctx context.Context, st Store, p Permit, callErr error) e
 			return err
 		}
 		return b.update(ctx, st, p.epoch, func(rec Record) (Record, bool) {
-			return b.opened(rec, now, kind, b.recovery(rec), callErr), true
+			return b.opened(rec, now, kind, b.jittered(b.recovery(rec)), callErr), true
 		})
 	}
 }
@@ -257,6 +261,24 @@ func (b *Breaker) recovery(rec Record) time.Duration {
 		return b.s.recovery
 	}
 	return rec.Recovery
+}
+
+// grown returns the recovery that follows a failed probe after one of d: d × Growth, capped
+// by MaxRecovery. It is the schedule before jitter, which is what the record keeps, so that
+// the jitter of one period does not compound into the next.
+func (b *Breaker) grown(d time.Duration) time.Duration {
+	next := float64(d) * b.s.growth
+	if next >= float64(b.s.maxRecovery) {
+		return b.s.maxRecovery
+	}
+	return time.Duration(next)
+}
+
+// jittered returns the open period for the recovery d: d spread over ±Jitter, capped by
+// MaxRecovery.
+func (b *Breaker) jittered(d time.Duration) time.Duration {
+	f := 1 + b.s.jitter*(2*b.s.rand()-1)
+	return min(time.Duration(float64(d)*f), b.s.maxRecovery)
 }
 
 // opened returns rec opened at now for period, or for longer when callErr asked to wait.

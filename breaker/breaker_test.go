@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -55,7 +56,7 @@ func TestNew(t *testing.T) {
 	}{
 		{"zero config", "p", Config{}, ""},
 		{"full config", "p", Config{ConsecutiveFailures: 3, FailureRate: 1, Window: time.Minute, MinCalls: 5,
-			Recovery: time.Second, MaxRecovery: time.Second, UnusableCooldown: time.Hour, ProbeTimeout: time.Second}, ""},
+			Recovery: time.Second, MaxRecovery: time.Second, Growth: 2, Jitter: 0.5, UnusableCooldown: time.Hour, ProbeTimeout: time.Second}, ""},
 		{"empty name", "", Config{}, "empty name"},
 		{"negative consecutive", "p", Config{ConsecutiveFailures: -1}, "consecutive failures -1 is negative"},
 		{"negative min calls", "p", Config{MinCalls: -2}, "min calls -2 is negative"},
@@ -65,6 +66,13 @@ func TestNew(t *testing.T) {
 		{"negative recovery", "p", Config{Recovery: -time.Second}, "recovery -1s is negative"},
 		{"negative cooldown", "p", Config{UnusableCooldown: -time.Second}, "unusable cooldown -1s is negative"},
 		{"negative probe timeout", "p", Config{ProbeTimeout: -time.Second}, "probe timeout -1s is negative"},
+		{"growth below 1", "p", Config{Growth: 0.5}, "growth 0.5 is below 1 or not finite"},
+		{"growth NaN", "p", Config{Growth: math.NaN()}, "growth NaN is below 1 or not finite"},
+		{"growth infinite", "p", Config{Growth: math.Inf(1)}, "growth +Inf is below 1 or not finite"},
+		{"growth 1", "p", Config{Growth: 1}, ""},
+		{"negative jitter", "p", Config{Jitter: -0.1}, "jitter -0.1 is outside [0, 1)"},
+		{"jitter 1", "p", Config{Jitter: 1}, "jitter 1 is outside [0, 1)"},
+		{"jitter NaN", "p", Config{Jitter: math.NaN()}, "jitter NaN is outside [0, 1)"},
 		{"max below recovery", "p", Config{Recovery: time.Minute, MaxRecovery: time.Second}, "max recovery 1s is shorter than recovery 1m0s"},
 		{"recovery above default max", "p", Config{Recovery: 10 * time.Minute}, "max recovery 5m0s is shorter than recovery 10m0s"},
 	}
@@ -249,14 +257,14 @@ func TestThrottledRetryAfterExtendsOpenPeriod(t *testing.T) {
 	tests := []struct {
 		name       string
 		retryAfter time.Duration
-		probe      bool // the failure is a failed probe (Recovery doubles to 20s first)
+		probe      bool // the failure is a failed probe (Recovery grows to 15s first)
 		wantOpen   time.Duration
 	}{
 		{"longer than recovery", 2 * time.Minute, false, 2 * time.Minute},
 		{"shorter than recovery", 5 * time.Second, false, 10 * time.Second},
 		{"none named", 0, false, 10 * time.Second},
 		{"failed probe, longer", 3 * time.Minute, true, 3 * time.Minute},
-		{"failed probe, shorter", 15 * time.Second, true, 20 * time.Second},
+		{"failed probe, shorter", 12 * time.Second, true, 15 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -338,19 +346,24 @@ func TestHalfOpenAdmitsExactlyOneOfManyConcurrentCallers(t *testing.T) {
 	wantState(t, b, StateClosed)
 }
 
-func TestProbeFailuresDoubleRecoveryUpToMax(t *testing.T) {
+func TestProbeFailuresGrowRecoveryUpToMax(t *testing.T) {
+	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
 	tests := []struct {
 		name          string
 		recovery, max time.Duration
+		growth        float64
 		want          []time.Duration // open period after each failed probe
 	}{
-		{"capped", 10 * time.Second, 35 * time.Second, []time.Duration{20 * time.Second, 35 * time.Second, 35 * time.Second}},
-		{"max equals recovery", 10 * time.Second, 10 * time.Second, []time.Duration{10 * time.Second, 10 * time.Second}},
-		{"defaults", 0, 0, []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute}},
+		{"capped", 10 * time.Second, 35 * time.Second, 0, []time.Duration{15 * time.Second, 22500 * time.Millisecond, 33750 * time.Millisecond, 35 * time.Second, 35 * time.Second}},
+		{"max equals recovery", 10 * time.Second, 10 * time.Second, 0, []time.Duration{10 * time.Second, 10 * time.Second}},
+		{"growth 2", 10 * time.Second, time.Minute, 2, []time.Duration{20 * time.Second, 40 * time.Second, time.Minute, time.Minute}},
+		{"growth 1 keeps recovery", 10 * time.Second, time.Minute, 1, []time.Duration{10 * time.Second, 10 * time.Second, 10 * time.Second}},
+		{"defaults", 0, 0, 0, []time.Duration{15 * time.Second, 22500 * time.Millisecond, 33750 * time.Millisecond,
+			ms(50625), ms(75937.5), ms(113906.25), ms(170859.375), ms(256289.0625), 5 * time.Minute, 5 * time.Minute}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, clock, _ := newTest(t, Config{ConsecutiveFailures: 1, Recovery: tt.recovery, MaxRecovery: tt.max})
+			b, clock, _ := newTest(t, Config{ConsecutiveFailures: 1, Recovery: tt.recovery, MaxRecovery: tt.max, Growth: tt.growth})
 			openAndWait(t, b, 1, clock)
 			for i, want := range tt.want {
 				calls(t, b, 1, errUnavailable) // the probe fails
@@ -393,17 +406,17 @@ func TestRecoveryResetsAfterSuccessInClosedState(t *testing.T) {
 		wantOpen time.Duration
 	}{
 		{"success after closing resets", true, 10 * time.Second},
-		{"no success keeps the doubled period", false, 20 * time.Second},
+		{"no success keeps the grown period", false, 15 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b, clock, _ := newTest(t, Config{ConsecutiveFailures: 2, Recovery: 10 * time.Second})
 			openAndWait(t, b, 2, clock)
-			calls(t, b, 1, errUnavailable) // failed probe: 20s
-			clock.Advance(20 * time.Second)
+			calls(t, b, 1, errUnavailable) // failed probe: 15s
+			clock.Advance(15 * time.Second)
 			calls(t, b, 1, nil) // good probe
-			if snap := b.Snapshot(context.Background()); snap.State != StateClosed || snap.Recovery != 20*time.Second {
-				t.Fatalf("after the good probe: %+v, want closed with recovery 20s", snap)
+			if snap := b.Snapshot(context.Background()); snap.State != StateClosed || snap.Recovery != 15*time.Second {
+				t.Fatalf("after the good probe: %+v, want closed with recovery 15s", snap)
 			}
 			if tt.success {
 				calls(t, b, 1, nil)
@@ -514,11 +527,11 @@ func TestOutcomeOfEarlierStateMovesNothing(t *testing.T) {
 			if n := len(rec.list()); n != 1 {
 				t.Fatalf("%d events, want 1", n)
 			}
-			// The doubling starts from Recovery, not from anything the late outcomes did.
+			// The growth starts from Recovery, not from anything the late outcomes did.
 			clock.Advance(10 * time.Second)
 			calls(t, b, 1, errUnavailable)
-			if snap := b.Snapshot(ctx); snap.Until.Sub(clock.Now()) != 20*time.Second {
-				t.Errorf("after a failed probe: %+v, want open for 20s", snap)
+			if snap := b.Snapshot(ctx); snap.Until.Sub(clock.Now()) != 15*time.Second {
+				t.Errorf("after a failed probe: %+v, want open for 15s", snap)
 			}
 		})
 	}
@@ -538,14 +551,14 @@ func TestEvents(t *testing.T) {
 	clock.Advance(10 * time.Second)
 	calls(t, b, 1, errUnavailable) // half-open, then a failed probe
 	t2 := clock.Now()
-	clock.Advance(20 * time.Second)
+	clock.Advance(15 * time.Second)
 	calls(t, b, 1, nil) // half-open, then a good probe
 	t3 := clock.Now()
 
 	want := []Event{
 		{Name: "p", From: StateClosed, To: StateOpen, At: t1, Kind: afloat.Throttled, Until: t1.Add(10 * time.Second)},
 		{Name: "p", From: StateOpen, To: StateHalfOpen, At: t2},
-		{Name: "p", From: StateHalfOpen, To: StateOpen, At: t2, Kind: afloat.Unavailable, Until: t2.Add(20 * time.Second)},
+		{Name: "p", From: StateHalfOpen, To: StateOpen, At: t2, Kind: afloat.Unavailable, Until: t2.Add(15 * time.Second)},
 		{Name: "p", From: StateOpen, To: StateHalfOpen, At: t3},
 		{Name: "p", From: StateHalfOpen, To: StateClosed, At: t3},
 	}
@@ -696,7 +709,7 @@ func TestBreakersShareAStore(t *testing.T) {
 	clock := newTestClock()
 	var replicas []*Breaker
 	for range 2 {
-		b, err := New("p", Config{Clock: clock, Store: store, ConsecutiveFailures: 4, Recovery: 10 * time.Second})
+		b, err := New("p", Config{Clock: clock, Store: store, ConsecutiveFailures: 4, Recovery: 10 * time.Second, Rand: noJitter})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 )
 
-// Config tunes a Breaker. Its zero value gives the defaults of DESIGN.md §4
-// (defaults.breaker).
+// Config tunes a Breaker. Its zero value gives the defaults below, the Default constants
+// (the settings of DESIGN.md §4, defaults.breaker).
 type Config struct {
 	// ConsecutiveFailures trips the breaker after this many availability failures in a row
 	// (a success or a contract failure ends the row). 0 means 5.
@@ -24,11 +25,26 @@ type Config struct {
 	Window time.Duration
 	// MinCalls is the fewest calls in Window for FailureRate to trip the breaker. 0 means 20.
 	MinCalls int
-	// Recovery is how long the breaker stays open before it admits one probe. 0 means 30s.
+	// Recovery is how long the breaker stays open, before jitter, after it trips: then it
+	// admits one probe. It is short because most provider incidents are: a longer outage is
+	// met by the growth of the period after each failed probe. 0 means 10s.
 	Recovery time.Duration
-	// MaxRecovery caps the open period, which each failed probe doubles. It must not be
-	// shorter than Recovery. 0 means 5m.
+	// MaxRecovery caps the open period (jitter included), which each failed probe multiplies
+	// by Growth. It must not be shorter than Recovery. 0 means 5m.
 	MaxRecovery time.Duration
+	// Growth multiplies the open period after each failed probe, until a call succeeds in the
+	// closed state again. It must be at least 1 (1 keeps the period at Recovery) and finite;
+	// 0 means 1.5, so probes of a long outage stay minutes rather than hours apart.
+	Growth float64
+	// Jitter spreads each open period by failures uniformly over ±Jitter of its length, so
+	// that the breakers of many replicas, or of providers that failed together, do not
+	// probe in step. It must be in [0, 1), or -1 for none; 0 means 0.2. The cooldown of an Unusable failure,
+	// a Retry-After that extends an open period and a forced opening are not jittered.
+	Jitter float64
+	// Rand returns the random numbers in [0, 1) that Jitter scales; it is called from many
+	// goroutines at once, so it must be safe for concurrent use. nil means math/rand/v2's
+	// Float64. Tests inject a fixed value (0.5 is no jitter at all).
+	Rand func() float64
 	// UnusableCooldown is how long an Unusable failure (bad key, exhausted quota) opens the
 	// breaker for. 0 means 5m.
 	UnusableCooldown time.Duration
@@ -56,8 +72,10 @@ const (
 	DefaultFailureRate         = 0.5
 	DefaultWindow              = 30 * time.Second
 	DefaultMinCalls            = 20
-	DefaultRecovery            = 30 * time.Second
+	DefaultRecovery            = 10 * time.Second
 	DefaultMaxRecovery         = 5 * time.Minute
+	DefaultGrowth              = 1.5
+	DefaultJitter              = 0.2
 	DefaultUnusableCooldown    = 5 * time.Minute
 	DefaultProbeTimeout        = time.Minute
 )
@@ -70,6 +88,9 @@ type settings struct {
 	minCalls         int
 	recovery         time.Duration
 	maxRecovery      time.Duration
+	growth           float64
+	jitter           float64
+	rand             func() float64
 	unusableCooldown time.Duration
 	probeTimeout     time.Duration
 	disabled         bool
@@ -85,6 +106,12 @@ func (c Config) settings() (settings, error) {
 	}
 	if math.IsNaN(c.FailureRate) || c.FailureRate < 0 || c.FailureRate > 1 {
 		errs = append(errs, fmt.Errorf("failure rate %v is outside (0, 1]", c.FailureRate))
+	}
+	if c.Growth != 0 && !(c.Growth >= 1 && !math.IsInf(c.Growth, 1)) { // also rejects NaN
+		errs = append(errs, fmt.Errorf("growth %v is below 1 or not finite", c.Growth))
+	}
+	if c.Jitter != -1 && !(c.Jitter >= 0 && c.Jitter < 1) {
+		errs = append(errs, fmt.Errorf("jitter %v is outside [0, 1) (or -1 for none)", c.Jitter))
 	}
 	for _, d := range []struct {
 		name string
@@ -107,12 +134,18 @@ func (c Config) settings() (settings, error) {
 		minCalls:         cmp.Or(c.MinCalls, DefaultMinCalls),
 		recovery:         cmp.Or(c.Recovery, DefaultRecovery),
 		maxRecovery:      cmp.Or(c.MaxRecovery, DefaultMaxRecovery),
+		growth:           cmp.Or(c.Growth, DefaultGrowth),
+		jitter:           max(0, cmp.Or(c.Jitter, DefaultJitter)),
+		rand:             c.Rand,
 		unusableCooldown: cmp.Or(c.UnusableCooldown, DefaultUnusableCooldown),
 		probeTimeout:     cmp.Or(c.ProbeTimeout, DefaultProbeTimeout),
 		disabled:         c.Disabled,
 	}
 	if len(errs) == 0 && s.maxRecovery < s.recovery {
 		errs = append(errs, fmt.Errorf("max recovery %v is shorter than recovery %v", s.maxRecovery, s.recovery))
+	}
+	if s.rand == nil {
+		s.rand = rand.Float64
 	}
 	return s, errors.Join(errs...)
 }

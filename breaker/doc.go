@@ -3,7 +3,12 @@
 // A [Breaker] is closed while its provider answers, opens when the provider fails too often
 // (ConsecutiveFailures in a row, or a FailureRate over a sliding Window with at least MinCalls
 // calls), skips every call while open, and after the Recovery period admits exactly one probe:
-// a good probe closes it, a bad one reopens it for twice as long, up to MaxRecovery. Only
+// a good probe closes it, a bad one reopens it for Growth times as long (1.5 by default), up
+// to MaxRecovery. Each such open period is jittered (±Jitter, 20% by default), so that many
+// breakers do not probe in step. The schedule fits LLM incidents, which mostly last seconds
+// to a few minutes: with the defaults the probes of a long outage come 10s, 15s, 22.5s,
+// 33.75s, … apart, so a provider back 60s after its breaker opened is probed again, and
+// closes, at 81.25s rather than minutes later. Only
 // failures of kind [afloat.Unavailable] and [afloat.Throttled] count; an [afloat.Contract]
 // failure is a success for availability (the provider answered), and an [afloat.Unusable] one
 // (bad key, exhausted quota) opens the breaker at once for UnusableCooldown.

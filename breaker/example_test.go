@@ -32,8 +32,8 @@ func Example() {
 		}
 		p.Done(ctx, down) // the provider's answer
 	}
-	clock.Advance(30 * time.Second)
-	p, err := b.Allow(ctx) // the one probe
+	clock.Advance(36 * time.Second) // Recovery and its jitter (±20%) have passed
+	p, err := b.Allow(ctx)          // the one probe
 	if err != nil {
 		panic(err)
 	}

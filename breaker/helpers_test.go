@@ -43,12 +43,19 @@ func (r *recorder) list() []Event {
 	return append([]Event(nil), r.events...)
 }
 
-// newTest returns a breaker named "p" on a fake clock, recording its events.
+// noJitter is a Config.Rand that puts every open period at its middle: no jitter at all.
+func noJitter() float64 { return 0.5 }
+
+// newTest returns a breaker named "p" on a fake clock, recording its events. Unless cfg
+// sets Rand, its open periods are not jittered, so that tests can name them.
 func newTest(t *testing.T, cfg Config) (*Breaker, *clockwork.FakeClock, *recorder) {
 	t.Helper()
 	clock := clockwork.NewFakeClockAt(start)
 	rec := new(recorder)
 	cfg.Clock = clock
+	if cfg.Rand == nil {
+		cfg.Rand = noJitter
+	}
 	if cfg.OnStateChange == nil {
 		cfg.OnStateChange = rec.add
 	}

@@ -65,7 +65,8 @@ type Snapshot struct {
 	Since time.Time
 	// Until is the end of the open period when State is StateOpen; zero otherwise.
 	Until time.Time
-	// Recovery is the open period that the next opening by failures will use: Config.Recovery,
-	// or more after failed probes until a call succeeds in the closed state.
+	// Recovery is the open period, before jitter, that the next opening by failures will use:
+	// Config.Recovery, or more after failed probes (× Config.Growth each, up to MaxRecovery)
+	// until a call succeeds in the closed state.
 	Recovery time.Duration
 }

@@ -639,3 +639,31 @@ func (c *capturing) Stream(ctx context.Context, req *afloat.Request) (afloat.Str
 	*c.got = req
 	return c.Streamer.Stream(ctx, req)
 }
+
+// TestStreamWithoutEndMarkerEndsOnceFinished: a stream that sent its finish reason but never
+// its end marker, holding the connection open, is whole: it ends half a second later instead
+// of being cut at the idle timeout.
+func TestStreamWithoutEndMarkerEndsOnceFinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		held := &streamer{recv: func(ctx context.Context, n int) (afloat.Chunk, error) {
+			switch n {
+			case 0:
+				return afloat.Chunk{Delta: "Hi"}, nil
+			case 1:
+				return afloat.Chunk{FinishReason: "stop", Usage: &afloat.Usage{InputTokens: 3, OutputTokens: 1}}, nil
+			}
+			<-ctx.Done()
+			return afloat.Chunk{}, &afloat.ProviderError{Provider: "p0", Kind: afloat.Unavailable, Timeout: true, Err: ctx.Err()}
+		}}
+		_, r := newRoute(t, nil, nil, nil, held)
+		start := time.Now()
+		var c collector
+		rep, err := r.Stream(context.Background(), hi, c.emit)
+		if err != nil || c.text.String() != "Hi" || rep.Response.Usage.OutputTokens != 1 {
+			t.Fatalf("%q %+v %v", c.text.String(), rep, err)
+		}
+		if took := time.Since(start); took != finishGrace {
+			t.Errorf("the stream ended after %v, want %v", took, finishGrace)
+		}
+	})
+}

@@ -55,7 +55,9 @@ type ProviderConfig struct {
 	// Probe is how an open breaker of this provider is probed in the background, so that no
 	// user request is spent on a dead provider: ProbeModels calls the adapter's
 	// afloat.Prober (a free models list), ProbeCompletion makes a one-token completion
-	// (billed), "" and ProbeOff leave probing to user requests.
+	// (billed), "" and ProbeOff leave probing to user requests. A probe runs at the end of
+	// each open period and may take Timeouts.Max, at most 10s; ProbeModels with an adapter
+	// that is no afloat.Prober is an error. Engine.Close stops the probes.
 	Probe ProbeMode
 }
 
@@ -203,6 +205,7 @@ type upstream struct {
 	retry       RetryConfig
 	budget      *retryBudget
 	price       Price
+	probe       *prober // nil when the provider is not probed in the background
 }
 
 // acquire takes a bulkhead slot, or reports that the provider is full.
@@ -304,6 +307,10 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 	default:
 		return nil, fmt.Errorf("unknown continuation %q (want prefill or none)", pc.Continuation)
 	}
+	probe, err := e.newProber(pc)
+	if err != nil {
+		return nil, err
+	}
 	bc := pc.Breaker
 	if bc.Clock == nil {
 		bc.Clock = e.clock
@@ -315,6 +322,7 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 			e.metrics.CircuitOpened.WithLabelValues(name).Inc()
 		}
 		e.log.Info("circuit state changed", "provider", name, "from", ev.From.String(), "to", ev.To.String(), "kind", ev.Kind.String())
+		probe.notify(ev) // an opening arms the background probe, a closing disarms it
 		if user != nil {
 			user(ev)
 		}
@@ -323,10 +331,12 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 	if err != nil {
 		return nil, err
 	}
+	probe.attach(br)
 	return &upstream{
 		name: pc.Name, p: pc.Provider, br: br, timeouts: pc.Timeouts, firstToken: firstToken, streamIdle: pc.StreamIdle,
 		continues:   pc.Continuation == ContinuePrefill,
 		maxInFlight: int64(pc.MaxInFlight), retry: retry, budget: newRetryBudget(e.clock, retry), price: pc.Price,
+		probe: probe,
 	}, nil
 }
 
@@ -411,4 +421,18 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 // that is earlier.
 func (e *Engine) withBudget(ctx context.Context, budget time.Duration) (context.Context, context.CancelFunc) {
 	return latency.WithBudget(ctx, e.clock, budget)
+}
+
+// Close stops the background probes of every provider (ProviderConfig.Probe) and waits for
+// the running ones to return, cancelling their context: a probe cut so reports nothing to
+// its breaker. The engine still serves calls after Close, which then probe open breakers
+// themselves. Close may be called more than once; it returns nil.
+func (e *Engine) Close() error {
+	for _, u := range e.upstreams {
+		u.probe.stop()
+	}
+	for _, u := range e.upstreams {
+		u.probe.wait()
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/prompt"
 	"github.com/jonboulle/clockwork"
 )
@@ -41,6 +42,10 @@ func mustPrompt(t testing.TB, name string) *prompt.Template {
 }
 
 var ticket = afloat.Input{"subject": "Сайт не работает", "message": "Ошибка 502 при входе"}
+
+// noJitter makes breakers open for their exact recovery period, so that tests know when a
+// probe comes.
+func noJitter() float64 { return 0.5 }
 
 // fake is a provider scripted by a function of the call number (from 0).
 type fake struct {
@@ -95,7 +100,7 @@ func newFixture(t testing.TB, mod func(*Config), fns ...func(context.Context, *a
 		// No floor under the retry budget: a retry on a fake clock waits for an Advance, and
 		// these tests script their calls one by one. The floor has tests of its own.
 		cfg.Providers = append(cfg.Providers, ProviderConfig{Name: name, Provider: f, Price: Price{InputPer1M: 1, OutputPer1M: 2, Currency: "USD"},
-			Retry: RetryConfig{BudgetFloor: -1}})
+			Retry: RetryConfig{BudgetFloor: -1}, Breaker: breaker.Config{Rand: noJitter}})
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -5,9 +5,15 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/afloat-dev/afloat"
 )
+
+// finishGrace is how long a stream that has sent its finish reason may take to send its usage
+// and end marker before it is taken as ended: a provider that never sends [DONE] must not hold
+// the answer until the idle timeout.
+const finishGrace = 500 * time.Millisecond
 
 // stream runs a streamed attempt: it opens the provider's stream (or, for a provider that
 // cannot stream, makes one Complete call and passes its answer as one chunk) and passes each
@@ -43,6 +49,10 @@ func (a *attempt) stream(ctx context.Context) (*afloat.Response, bool, error) {
 	emitted := false
 	for {
 		c, err := s.Recv()
+		if err != nil && resp.FinishReason != "" && a.fired.Load() {
+			// The answer had finished and the end marker never came: it is whole.
+			break
+		}
 		if !a.timer.Stop() && err == nil {
 			// The timer fired as the chunk arrived: the stream's context is gone already.
 			err = &afloat.ProviderError{Provider: u.name, Kind: afloat.Unavailable, Timeout: true, Err: context.Canceled}
@@ -72,9 +82,14 @@ func (a *attempt) stream(ctx context.Context) (*afloat.Response, bool, error) {
 			}
 		}
 		// The next gap may last the stream's idle timeout (see attempt.blamed for a gap
-		// the budget cuts first).
+		// the budget cuts first); once the answer has finished, only the short wait for a
+		// usage chunk and the end marker.
 		a.lastChunk = a.e.clock.Now()
-		a.timer.Reset(u.streamIdle)
+		if resp.FinishReason != "" {
+			a.timer.Reset(min(finishGrace, u.streamIdle))
+		} else {
+			a.timer.Reset(u.streamIdle)
+		}
 	}
 	resp.Content = b.String()
 	if !emitted {

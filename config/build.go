@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -218,6 +219,7 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 	bc := breaker.Config{
 		ConsecutiveFailures: p.Breaker.ConsecutiveFailures, FailureRate: p.Breaker.FailureRate,
 		Window: p.Breaker.Window, MinCalls: p.Breaker.MinCalls, Recovery: p.Breaker.Recovery,
+		Growth: p.Breaker.Growth, Jitter: jitterOf(p.Breaker.Jitter),
 		MaxRecovery: p.Breaker.MaxRecovery, UnusableCooldown: p.Breaker.UnusableCooldown,
 		Disabled: !p.Breaker.Enabled, Clock: b.clock,
 	}
@@ -233,11 +235,59 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 		b.errorf(path+".timeouts", "%v", strings.TrimPrefix(err.Error(), "latency: "))
 		lc = latency.Config{}
 	}
+	ft := p.Timeouts.FirstToken
+	fc := latency.Config{
+		Percentile: cmp.Or(ft.Percentile, lc.Percentile), Multiplier: cmp.Or(ft.Multiplier, lc.Multiplier),
+		Min: cmp.Or(ft.Min, lc.Min), Max: cmp.Or(ft.Max, lc.Max), Initial: cmp.Or(ft.Initial, lc.Initial),
+		MinSamples: cmp.Or(ft.MinSamples, lc.MinSamples),
+	}
+	if _, err := latency.NewEstimator(fc); err != nil {
+		b.errorf(path+".timeouts.first_token", "%v", strings.TrimPrefix(err.Error(), "latency: "))
+		fc = lc
+	}
+	cont, probe := b.capabilities(path, p, adapter)
 	return cascade.ProviderConfig{
-		Name: p.Name, Provider: w, Breaker: bc, Timeouts: lc, MaxInFlight: p.MaxInFlight,
-		Retry: cascade.RetryConfig{Max: noneIsNegative(p.Retry.Max), BudgetRatio: p.Retry.BudgetRatio, BudgetFloor: noneIsNegative(p.Retry.BudgetFloor), Window: p.Retry.Window},
+		Name: p.Name, Provider: w, Breaker: bc, Timeouts: lc, FirstToken: fc, StreamIdle: p.Timeouts.StreamIdle,
+		MaxInFlight: p.MaxInFlight, Continuation: cont, Probe: probe,
+		Retry: cascade.RetryConfig{Max: noneIsNegative(p.Retry.Max), BudgetRatio: p.Retry.BudgetRatio,
+			BudgetFloor: noneIsNegative(p.Retry.BudgetFloor), Window: p.Retry.Window, MaxWait: p.Retry.MaxWait},
 		Price: cascade.Price{InputPer1M: p.Price.InputPer1M, OutputPer1M: p.Price.OutputPer1M, Currency: p.Price.Currency},
 	}, true
+}
+
+// capabilities resolves a provider's continuation and background probe: the file's, or the
+// adapter's own (see Provider.Continuation and Provider.Probe). A probe by models list of an
+// adapter that has none is an error.
+func (b *builder) capabilities(path string, p *Provider, adapter afloat.Provider) (cascade.Continuation, cascade.ProbeMode) {
+	cont := cascade.ContinueNone
+	switch p.Continuation {
+	case "prefill":
+		cont = cascade.ContinuePrefill
+	case "":
+		if c, ok := adapter.(interface{ Continuation() string }); ok && c.Continuation() == "prefill" {
+			cont = cascade.ContinuePrefill
+		}
+	}
+	_, prober := adapter.(afloat.Prober)
+	probe := cascade.ProbeMode(p.Probe)
+	switch {
+	case probe == "" && prober:
+		probe = cascade.ProbeModels
+	case probe == "":
+		probe = cascade.ProbeOff
+	case probe == cascade.ProbeModels && !prober && !b.f.invalid[path]:
+		b.errorf(path+".probe", "provider type %s has no models list to probe: use completion (billed) or off", p.Type)
+		probe = cascade.ProbeOff
+	}
+	return cont, probe
+}
+
+// jitterOf maps a jitter the file wrote as 0 ("none") to the breaker's -1 for none.
+func jitterOf(j float64) float64 {
+	if j == 0 {
+		return -1
+	}
+	return j
 }
 
 // noneIsNegative maps a count the file wrote as 0 ("none") to the negative value that means
@@ -337,6 +387,7 @@ func (b *builder) taskConfig(t *Task) (cascade.TaskConfig, bool) {
 	cfg := cascade.TaskConfig{
 		Name: t.Name, Criticality: t.Criticality, OnExhausted: t.OnExhausted, Budget: t.Budget,
 		ReviewSLA: t.ReviewSLA, MaxReasks: noneIsNegative(t.Reask.Max), Synonyms: t.Synonyms,
+		OnRefusal: cascade.RefusalPolicy(t.OnRefusal),
 	}
 	ok := t.Schema != "" // an absent schema was reported by validation
 	if ok {
@@ -417,6 +468,7 @@ func inputSchema(fs Fields) ([]byte, error) {
 func (b *builder) route(r *Route) bool {
 	cfg := cascade.RouteConfig{
 		Name: r.Name, Criticality: r.Criticality, Budget: r.Budget, MaxReasks: noneIsNegative(r.Reask.Max),
+		OnRefusal: cascade.RefusalPolicy(r.OnRefusal),
 	}
 	for i, tr := range r.Cascade {
 		reask, ok := b.reaskPrompt(fmt.Sprintf("routes.%s.cascade[%d].reask_prompt", r.Name, i), tr.ReaskPrompt)
@@ -466,10 +518,17 @@ func (b *builder) reviewStore(opts BuildOptions) review.Store {
 	return review.NewMemoryWith(ro)
 }
 
-// Close closes what Build opened: the review store, unless the host gave it. It is safe to
-// call on a nil Runtime and more than once.
+// Close stops what Build started and closes what it opened: the engine's background probes,
+// and the review store unless the host gave it. It is safe to call on a nil Runtime and more
+// than once.
 func (rt *Runtime) Close() error {
-	if rt == nil || !rt.ownsReview || rt.Review == nil {
+	if rt == nil {
+		return nil
+	}
+	if rt.Engine != nil {
+		_ = rt.Engine.Close() // never fails; it waits for running probes to return
+	}
+	if !rt.ownsReview || rt.Review == nil {
 		return nil
 	}
 	rt.ownsReview = false

@@ -208,9 +208,15 @@ type Breaker struct {
 	Window time.Duration `yaml:"window"`
 	// MinCalls is the fewest calls in Window for FailureRate to count. Absent means 20.
 	MinCalls int `yaml:"min_calls"`
-	// Recovery is how long the breaker stays open before a probe. Absent means 30s.
+	// Recovery is how long the breaker stays open before a probe. Absent means 10s.
 	Recovery time.Duration `yaml:"recovery"`
-	// MaxRecovery caps the open period, doubled by each failed probe. Absent means 5m.
+	// Growth multiplies the open period after each failed probe, at least 1. Absent means
+	// 1.5.
+	Growth float64 `yaml:"growth"`
+	// Jitter spreads each open period over ±Jitter of it, in [0, 1), so that replicas and
+	// providers do not probe in step. Absent means 0.2.
+	Jitter float64 `yaml:"jitter"`
+	// MaxRecovery caps the open period, grown by each failed probe. Absent means 5m.
 	MaxRecovery time.Duration `yaml:"max_recovery"`
 	// UnusableCooldown is how long an unusable failure (bad key, quota) opens the breaker.
 	// Absent means 5m.
@@ -244,6 +250,24 @@ type Timeouts struct {
 	Initial time.Duration `yaml:"initial"`
 	// MinSamples is how many successes the estimate needs. Absent means 20.
 	MinSamples int `yaml:"min_samples"`
+	// FirstToken is the adaptive timeout of a stream's first chunk, learnt from measured times
+	// to first chunk: each absent key takes this block's own value above (percentile,
+	// multiplier, min, max, initial, min_samples).
+	FirstToken FirstToken `yaml:"first_token"`
+	// StreamIdle is the longest gap between two chunks once a stream has begun: fixed, and
+	// usually more generous than the first chunk's timeout. Absent means 10s.
+	StreamIdle time.Duration `yaml:"stream_idle"`
+}
+
+// FirstToken configures the timeout of a stream's first chunk (latency.Config); an absent key
+// takes the enclosing timeouts' value.
+type FirstToken struct {
+	Percentile float64       `yaml:"percentile"`
+	Multiplier float64       `yaml:"multiplier"`
+	Min        time.Duration `yaml:"min"`
+	Max        time.Duration `yaml:"max"`
+	Initial    time.Duration `yaml:"initial"`
+	MinSamples int           `yaml:"min_samples"`
 }
 
 // Retry bounds retries on the same provider (cascade.RetryConfig).
@@ -259,6 +283,9 @@ type Retry struct {
 	BudgetFloor int `yaml:"budget_floor"`
 	// Window is the period the budget counts over. Absent means 10s.
 	Window time.Duration `yaml:"window"`
+	// MaxWait is the longest Retry-After (of a 429) still waited out before the retry, when
+	// it also fits the call's budget. Absent means 2s.
+	MaxWait time.Duration `yaml:"max_wait"`
 }
 
 // Reask bounds clarifying re-asks after a contract violation.
@@ -323,6 +350,17 @@ type Provider struct {
 	Timeouts    Timeouts `yaml:"timeouts"`
 	Retry       Retry    `yaml:"retry"`
 	MaxInFlight int      `yaml:"max_in_flight"`
+
+	// Continuation says whether the provider can continue an answer cut on another tier
+	// from its text (an assistant prefill): prefill, or restart / none (it only takes over a
+	// stream that had not reached the client yet). Absent takes the adapter's own: prefill
+	// for anthropic, openai dialects vllm and llamacpp, and sim; none for the others.
+	Continuation string `yaml:"continuation"`
+	// Probe is how an open breaker is probed in the background: models (the adapter's free
+	// models list), completion (a one-token completion, billed) or off (user requests probe).
+	// Absent means models where the adapter has a models list (openai, anthropic, gigachat,
+	// sim), off otherwise (yandex).
+	Probe string `yaml:"probe"`
 }
 
 // SimLatency is the latency distribution of a sim provider.
@@ -371,6 +409,10 @@ type Task struct {
 	Heuristic []Rule `yaml:"heuristic"`
 	// Reask overrides defaults.reask for this task.
 	Reask Reask `yaml:"reask"`
+	// OnRefusal is what follows a provider's content-policy refusal: stop (no other tier is
+	// asked; a task answers by its on_exhausted policy, a route returns the refusal) or
+	// next_tier. Absent means stop.
+	OnRefusal string `yaml:"on_refusal"`
 	// RolloutPct is the share of tenants the task starts on for, 0–100. Absent means 100.
 	RolloutPct int `yaml:"rollout_pct"`
 }
@@ -433,6 +475,10 @@ type Route struct {
 	Cascade []RouteTier `yaml:"cascade"`
 	// Reask overrides defaults.reask for this route.
 	Reask Reask `yaml:"reask"`
+	// OnRefusal is what follows a provider's content-policy refusal: stop (no other tier is
+	// asked; a task answers by its on_exhausted policy, a route returns the refusal) or
+	// next_tier. Absent means stop.
+	OnRefusal string `yaml:"on_refusal"`
 	// RolloutPct is the share of tenants the route starts on for, 0–100. Absent means 100.
 	RolloutPct int `yaml:"rollout_pct"`
 }

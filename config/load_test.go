@@ -576,7 +576,7 @@ routes:
 		{"sqlite path", f.Review.SQLite.Path, "/cfg/afloat.db"},
 		{"drill max age", f.Drill.MaxAge, 2160 * time.Hour},
 		{"builtin consecutive failures", f.Defaults.Breaker.ConsecutiveFailures, 5},
-		{"builtin recovery", f.Defaults.Breaker.Recovery, 30 * time.Second},
+		{"builtin recovery", f.Defaults.Breaker.Recovery, 10 * time.Second},
 		{"builtin percentile", f.Defaults.Timeouts.Percentile, 0.95},
 		{"builtin connect", f.Defaults.Timeouts.Connect, time.Second},
 		{"builtin budget ratio", f.Defaults.Retry.BudgetRatio, 0.2},

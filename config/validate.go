@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -44,7 +45,7 @@ func typeKeys(typ string) ([]string, bool) {
 // commonProviderKey reports whether every provider type takes key.
 func commonProviderKey(key string) bool {
 	switch key {
-	case "type", "price", "breaker", "timeouts", "retry", "max_in_flight":
+	case "type", "price", "breaker", "timeouts", "retry", "max_in_flight", "continuation", "probe":
 		return true
 	}
 	return false
@@ -68,15 +69,15 @@ func builtinDefaults() Defaults {
 	return Defaults{
 		Breaker: Breaker{
 			Enabled: true, ConsecutiveFailures: 5, FailureRate: 0.5, Window: 30 * time.Second,
-			MinCalls: 20, Recovery: 30 * time.Second, MaxRecovery: 5 * time.Minute,
+			MinCalls: 20, Recovery: 10 * time.Second, Growth: 1.5, Jitter: 0.2, MaxRecovery: 5 * time.Minute,
 			UnusableCooldown: 5 * time.Minute, RampUp: 30 * time.Second,
 		},
 		Timeouts: Timeouts{
 			Connect: time.Second, Write: time.Second, Pool: 100 * time.Millisecond, Percentile: 0.95,
 			Multiplier: 1.5, Min: 200 * time.Millisecond, Max: 10 * time.Second, Initial: 2 * time.Second,
-			MinSamples: 20,
+			MinSamples: 20, StreamIdle: 10 * time.Second,
 		},
-		Retry:       Retry{Max: 1, BudgetRatio: 0.2, BudgetFloor: 3, Window: 10 * time.Second},
+		Retry:       Retry{Max: 1, BudgetRatio: 0.2, BudgetFloor: 3, Window: 10 * time.Second, MaxWait: 2 * time.Second},
 		Reask:       Reask{Max: 1},
 		MaxInFlight: cascade.DefaultMaxInFlight,
 	}
@@ -313,6 +314,12 @@ func (v *validator) breaker(path string, b Breaker) {
 	v.positive(path+".window", b.Window)
 	v.atLeast(path+".min_calls", b.MinCalls, 1)
 	v.positive(path+".recovery", b.Recovery)
+	if p := path + ".growth"; v.written(p) && !(b.Growth >= 1 && !math.IsInf(b.Growth, 1)) {
+		v.errorf(p, "%v is below 1", b.Growth)
+	}
+	if p := path + ".jitter"; v.written(p) && !(b.Jitter >= 0 && b.Jitter < 1) {
+		v.errorf(p, "%v is outside [0, 1)", b.Jitter)
+	}
 	v.positive(path+".max_recovery", b.MaxRecovery)
 	v.positive(path+".unusable_cooldown", b.UnusableCooldown)
 	v.nonNegative(path+".ramp_up", b.RampUp)
@@ -332,6 +339,7 @@ func (v *validator) timeouts(path string, t Timeouts) {
 	v.positive(path+".max", t.Max)
 	v.positive(path+".initial", t.Initial)
 	v.atLeast(path+".min_samples", t.MinSamples, 1)
+	v.positive(path+".stream_idle", t.StreamIdle)
 }
 
 func (v *validator) retry(path string, r Retry) {
@@ -341,6 +349,13 @@ func (v *validator) retry(path string, r Retry) {
 	}
 	v.atLeast(path+".budget_floor", r.BudgetFloor, 0)
 	v.positive(path+".window", r.Window)
+	v.positive(path+".max_wait", r.MaxWait)
+}
+
+func (v *validator) onRefusal(path, s string) {
+	if _, err := cascade.ParseRefusalPolicy(s); err != nil {
+		v.errorf(path+".on_refusal", "unknown value %q (want stop or next_tier)", s)
+	}
 }
 
 func (v *validator) reask(path string, r Reask) { v.atLeast(path+".max", r.Max, 0) }
@@ -461,6 +476,16 @@ func (v *validator) provider(p *Provider) {
 	v.breaker(path+".breaker", p.Breaker)
 	v.timeouts(path+".timeouts", p.Timeouts)
 	v.retry(path+".retry", p.Retry)
+	switch p.Continuation {
+	case "", "prefill", "restart", "none":
+	default:
+		v.errorf(path+".continuation", "unknown continuation %q (want prefill, restart or none)", p.Continuation)
+	}
+	switch p.Probe {
+	case "", "models", "completion", "off":
+	default:
+		v.errorf(path+".probe", "unknown probe %q (want models, completion or off)", p.Probe)
+	}
 	v.inFlight(path+".max_in_flight", p.MaxInFlight)
 }
 
@@ -500,6 +525,7 @@ func (v *validator) task(t *Task) {
 	path := "tasks." + t.Name
 	v.name(path, "task", t.Name)
 	v.criticality(path, t.Criticality)
+	v.onRefusal(path, t.OnRefusal)
 	if t.Criticality == afloat.Critical {
 		switch t.OnExhausted {
 		case cascade.PolicyHeuristic, cascade.PolicyUnavailable:
@@ -578,6 +604,7 @@ func (v *validator) route(r *Route) {
 	path := "routes." + r.Name
 	v.name(path, "route", r.Name)
 	v.criticality(path, r.Criticality)
+	v.onRefusal(path, r.OnRefusal)
 	if !v.written(path + ".budget") {
 		r.Budget = defaultRouteBudget
 	}
