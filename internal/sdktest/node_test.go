@@ -1,0 +1,105 @@
+package sdktest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// needTool returns the path of a command the test needs. Without it the test skips, or
+// fails when CI=true: CI must run it.
+func needTool(t *testing.T, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is not installed, and CI=true: CI must run the Node SDK test (%v)", name, err)
+	}
+	t.Skipf("%s is not installed: skipping the Node SDK test (CI=true makes this a failure)", name)
+	return ""
+}
+
+// installOpenAI installs testdata's package.json (the pinned `openai` package) and script into
+// a temporary folder and returns it. An install that fails skips the test, unless CI=true.
+func installOpenAI(t *testing.T, npm string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"package.json", "stream.mjs"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("npm install of the openai package failed: %v\n%s", err, out)
+		}
+		t.Skipf("npm install of the openai package failed (no registry?): %v\n%s", err, out)
+	}
+	return dir
+}
+
+// nodeResult is what stream.mjs prints.
+type nodeResult struct {
+	Iterated *struct {
+		Text         string   `json:"text"`
+		FinishReason string   `json:"finish_reason"`
+		Chunks       int      `json:"chunks"`
+		IDs          []string `json:"ids"`
+	} `json:"iterated"`
+	Helper *struct {
+		Text         string `json:"text"`
+		FinishReason string `json:"finish_reason"`
+		Choices      int    `json:"choices"`
+	} `json:"helper"`
+	Error string `json:"error"`
+}
+
+// TestNodeOpenAIReadsContinuedStream: the official Node `openai` package reads a stream
+// afloat continued on the backup as one completion, both by iterating its chunks and through
+// its ChatCompletionStream helper (finalChatCompletion): the primary's 40 tokens then the
+// backup's continuation, finish reason stop, no exception.
+func TestNodeOpenAIReadsContinuedStream(t *testing.T) {
+	node := needTool(t, "node")
+	npm := needTool(t, "npm")
+	dir := installOpenAI(t, npm)
+	base, backup := rescued(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "stream.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "AFLOAT_BASE_URL="+base+"/v1", "AFLOAT_MODEL="+route)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var res nodeResult
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); err != nil {
+		t.Fatalf("node stream.mjs: %v; stdout %q, stderr:\n%s", runErr, stdout.String(), stderr.String())
+	}
+	if res.Error != "" || runErr != nil {
+		t.Fatalf("the openai package threw reading the continued stream: %s (%v); read so far %+v; stderr:\n%s", res.Error, runErr, res.Iterated, stderr.String())
+	}
+	if it := res.Iterated; it == nil || it.Text != want || it.FinishReason != "stop" || len(it.IDs) != 1 {
+		t.Errorf("iterating the chunks gave %+v; want the text %q, finish reason stop, one completion id", it, want)
+	}
+	if h := res.Helper; h == nil || h.Text != want || h.FinishReason != "stop" || h.Choices != 1 {
+		t.Errorf("finalChatCompletion gave %+v; want one choice, the text %q, finish reason stop", h, want)
+	}
+	wantContinuation(t, backup, 2)
+}
