@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/breaker"
+	"github.com/afloat-dev/afloat/latency"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -664,6 +666,82 @@ func TestStreamWithoutEndMarkerEndsOnceFinished(t *testing.T) {
 		}
 		if took := time.Since(start); took != finishGrace {
 			t.Errorf("the stream ended after %v, want %v", took, finishGrace)
+		}
+	})
+}
+
+// TestRetryAfterWithinMaxWait: a 429 whose Retry-After fits retry.max_wait (2s by default) is
+// waited out and retried on the same provider; a longer one fails over at once.
+func TestRetryAfterWithinMaxWait(t *testing.T) {
+	for _, tt := range []struct {
+		wait    time.Duration
+		retried bool
+	}{{2 * time.Second, true}, {3 * time.Second, false}} {
+		t.Run(tt.wait.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				limited := func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+					if n == 0 {
+						return nil, &afloat.ProviderError{Provider: "p0", Status: 429, Kind: afloat.Throttled, RetryAfter: tt.wait}
+					}
+					return answer(validAnswer)(ctx, req, n)
+				}
+				fx := newFixture(t, realClock, limited, answer(validAnswer))
+				res, err := fx.task(t, func(c *TaskConfig) { c.Budget = 5 * time.Second }).RunJSON(context.Background(), ticket)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case tt.retried && (res.Provider != "p0" || res.Latency != tt.wait):
+					t.Errorf("answered by %s after %v, want p0 after the %v wait", res.Provider, res.Latency, tt.wait)
+				case !tt.retried && (res.Provider != "p1" || res.Latency != 0):
+					t.Errorf("answered by %s after %v, want p1 at once", res.Provider, res.Latency)
+				}
+			})
+		})
+	}
+}
+
+// TestFirstTokenTimeoutApartFromStreamIdle: a stream's first chunk is waited for by its own
+// timeout (FirstToken, here 300ms), the gaps after it by StreamIdle (here 5s): a slow first
+// chunk fails over at 300ms, while 1s gaps later are fine.
+func TestFirstTokenTimeoutApartFromStreamIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gaps := func(first, gap time.Duration) func(context.Context, int) (afloat.Chunk, error) {
+			return func(ctx context.Context, n int) (afloat.Chunk, error) {
+				d := gap
+				if n == 0 {
+					d = first
+				}
+				select {
+				case <-ctx.Done():
+					return afloat.Chunk{}, &afloat.ProviderError{Provider: "p", Kind: afloat.Unavailable, Timeout: true, Err: ctx.Err()}
+				case <-time.After(d):
+				}
+				if n < 3 {
+					return afloat.Chunk{Delta: "x"}, nil
+				}
+				return afloat.Chunk{}, io.EOF
+			}
+		}
+		slowFirst, slowGaps := &streamer{recv: gaps(time.Second, 0)}, &streamer{recv: gaps(0, time.Second)}
+		e, err := New(Config{Providers: []ProviderConfig{
+			{Name: "p0", Provider: slowFirst, FirstToken: latency.Config{Initial: 300 * time.Millisecond, Min: 100 * time.Millisecond}, StreamIdle: 5 * time.Second},
+			{Name: "p1", Provider: slowGaps, FirstToken: latency.Config{Initial: 300 * time.Millisecond, Min: 100 * time.Millisecond}, StreamIdle: 5 * time.Second},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Route(RouteConfig{Name: "chat", Criticality: afloat.Assistance, Cascade: []RouteTier{{Provider: "p0"}, {Provider: "p1"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c collector
+		rep, err := r.Stream(context.Background(), hi, c.emit)
+		if err != nil || rep.Provider != "p1" || c.text.String() != "xxx" {
+			t.Fatalf("%+v %q %v", rep, c.text.String(), err)
+		}
+		if a := rep.Attempts[0]; a.Outcome != afloat.OutcomeTimeout || a.Latency != 300*time.Millisecond {
+			t.Errorf("slow first chunk: %+v, want a timeout at 300ms", a)
 		}
 	})
 }
