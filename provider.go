@@ -78,7 +78,7 @@ func (s *oneChunk) Recv() (Chunk, error) {
 	}
 	s.done = true
 	u := s.resp.Usage
-	return Chunk{Delta: s.resp.Content, ToolCalls: s.resp.ToolCalls, FinishReason: s.resp.FinishReason, Usage: &u}, nil
+	return Chunk{Delta: s.resp.Content, ToolCalls: s.resp.ToolCalls, FinishReason: s.resp.FinishReason, Usage: &u, Model: s.resp.Model}, nil
 }
 
 func (s *oneChunk) Close() error { return nil }

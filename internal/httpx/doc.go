@@ -4,8 +4,12 @@
 // lines, the quoting of a provider's text into an error without its credentials, and the
 // *afloat.ProviderError of each way a call fails: no response at all (TransportError), a
 // status that is not 2xx (StatusKind, StatusCause), a 2xx whose body is no answer
-// (BodyError, DecodeError, ArgumentsError), a request that cannot be sent (ContractError).
-// Stream runs the Recv loop of a streamed answer around an adapter's Decoder.
+// (BodyError, DecodeError, ArgumentsError), a request that cannot be sent (ContractError),
+// a content-policy refusal (RefusedError). Stream runs the Recv loop of a streamed answer
+// around an adapter's Decoder, skipping and counting the events it finds Malformed.
+// NewGetRequest and ReadProbe serve the adapters' probes (a models list); CheckContinue,
+// NoContinuation and the Continue constants their assistant prefill (afloat.Request's
+// Continue).
 //
 // Each vendor's own decisions stay in its adapter: the shape of its error body, its error
 // codes, and which of its 429s name a quota that no wait restores. An adapter builds its

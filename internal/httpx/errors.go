@@ -84,3 +84,16 @@ func DecodeError(provider string, status int, err error) *afloat.ProviderError {
 func ContractError(provider string, err error) *afloat.ProviderError {
 	return &afloat.ProviderError{Provider: provider, Kind: afloat.Contract, Err: err}
 }
+
+// RefusedError is a content-policy refusal: the provider declined this content (a
+// content-policy 400, a refusal stop reason or status on a 2xx). Kind is Refused, which never
+// moves a breaker and is never retried. code is the vendor's word for it; reason, the
+// provider's own account (already quoted), is the cause when not "", so that a caller reads
+// it with err.Error() or errors.Unwrap(err).Error().
+func RefusedError(provider string, status int, code, reason string) *afloat.ProviderError {
+	pe := &afloat.ProviderError{Provider: provider, Status: status, Kind: afloat.Refused, Code: code}
+	if reason != "" {
+		pe.Err = errors.New(reason)
+	}
+	return pe
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,6 +47,34 @@ func NewJSONRequest(ctx context.Context, url string, payload []byte, stream bool
 		req.Header.Set("Accept", "application/json")
 	}
 	return req, nil
+}
+
+// NewGetRequest builds a GET of url accepting JSON, for a probe of a provider (its models
+// list). The caller adds its credentials.
+func NewGetRequest(ctx context.Context, url string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	return req, nil
+}
+
+// errProbeBody: a probe's 2xx answer that is not JSON (a proxy's or portal's page).
+var errProbeBody = errors.New("probe: response is not json")
+
+// ReadProbe reads and closes the 2xx answer of a probe. A JSON body (whatever it lists) says
+// the provider answers: nil. A failed read is a TransportError, and a body that is not JSON
+// an Unavailable BodyError: what answered is not the provider.
+func ReadProbe(provider string, resp *http.Response) error {
+	body, err := ReadBody(provider, resp)
+	if err != nil {
+		return err
+	}
+	if !json.Valid(body) {
+		return BodyError(provider, resp.StatusCode, errProbeBody)
+	}
+	return nil
 }
 
 // CheckStatus returns resp when its status is 2xx, for the caller to read and close. Any

@@ -15,7 +15,7 @@ import (
 
 // script is a Decoder of events whose data is a command: "text" emits a delta, "finish"
 // sets Finished and emits a finish reason, "end" is the end marker, "end+text" emits a last
-// delta with the end, "bad" fails, "nothing" emits nothing.
+// delta with the end, "bad" fails, "garbled" is malformed, "nothing" emits nothing.
 type script struct{ finished bool }
 
 func (d *script) Finished() bool { return d.finished }
@@ -31,6 +31,8 @@ func (d *script) Decode(ev Event) (afloat.Chunk, bool, error) {
 		return afloat.Chunk{Delta: "last"}, true, io.EOF
 	case "bad":
 		return afloat.Chunk{}, false, errors.New("bad event")
+	case "garbled":
+		return afloat.Chunk{}, false, Malformed(errors.New("unexpected end of JSON input"))
 	case "nothing":
 		return afloat.Chunk{}, false, nil
 	default:
@@ -53,13 +55,14 @@ func events(end error, cmds ...string) func() (Event, error) {
 func TestStream(t *testing.T) {
 	reset := syscall.ECONNRESET
 	tests := []struct {
-		name   string
-		next   func() (Event, error)
-		want   []string // deltas and finish reasons, in order
-		errHas string   // "" means io.EOF
-		kind   afloat.Kind
-		cause  error
-		plain  bool // the Decoder's own error, returned as it is
+		name    string
+		next    func() (Event, error)
+		want    []string // deltas and finish reasons, in order
+		errHas  string   // "" means io.EOF
+		kind    afloat.Kind
+		cause   error
+		plain   bool // the Decoder's own error, returned as it is
+		skipped int
 	}{
 		{name: "end marker", next: events(io.EOF, "a", "nothing", "b", "end", "never read"), want: []string{"a", "b"}},
 		{name: "chunk with the end marker", next: events(io.EOF, "a", "end+text", "never read"), want: []string{"a", "last"}},
@@ -71,6 +74,14 @@ func TestStream(t *testing.T) {
 		{name: "read fails", next: events(reset, "a", "finish"), want: []string{"a", "stop"},
 			errHas: "connection reset", kind: afloat.Unavailable, cause: reset},
 		{name: "decoder fails", next: events(io.EOF, "a", "bad", "b"), want: []string{"a"}, errHas: "bad event", plain: true},
+		{name: "malformed events skipped, the end marker decides", next: events(io.EOF, "a", "garbled", "b", "garbled", "end"),
+			want: []string{"a", "b"}, skipped: 2},
+		{name: "malformed event skipped, the finish decides", next: events(io.EOF, "a", "garbled", "finish"),
+			want: []string{"a", "stop"}, skipped: 1},
+		{name: "malformed events do not make a cut body whole", next: events(io.EOF, "a", "garbled"), want: []string{"a"},
+			errHas: "stream ended before [DONE], 1 malformed events skipped (last: malformed stream event: unexpected end of JSON input): unexpected EOF",
+			kind:   afloat.Unavailable, cause: io.ErrUnexpectedEOF, skipped: 1},
+		{name: "an error after a skip still ends the stream", next: events(io.EOF, "garbled", "bad", "b"), errHas: "bad event", plain: true, skipped: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,6 +101,9 @@ func TestStream(t *testing.T) {
 			}
 			if _, again := s.Recv(); again != err {
 				t.Errorf("Recv after the end = %v, want %v again", again, err)
+			}
+			if s.Skipped() != tt.skipped {
+				t.Errorf("Skipped() = %d, want %d", s.Skipped(), tt.skipped)
 			}
 			if tt.errHas == "" {
 				if err != io.EOF {

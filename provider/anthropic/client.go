@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/internal/httpx"
@@ -46,11 +47,12 @@ const (
 	defaultName      = "anthropic"
 )
 
-// Client calls the Messages API. It implements afloat.Provider and afloat.Streamer, and is
-// safe for concurrent use.
+// Client calls the Messages API. It implements afloat.Provider, afloat.Streamer and
+// afloat.Prober, and is safe for concurrent use.
 type Client struct {
 	name      string
 	endpoint  string
+	models    string // the models list, for Probe
 	apiKey    string
 	model     string
 	maxTokens int
@@ -63,6 +65,7 @@ type Client struct {
 var (
 	_ afloat.Provider = (*Client)(nil)
 	_ afloat.Streamer = (*Client)(nil)
+	_ afloat.Prober   = (*Client)(nil)
 )
 
 // New checks cfg and returns a Client. Its errors never quote the key.
@@ -88,6 +91,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("anthropic: %s: base url %w", c.name, err)
 	}
 	c.endpoint = strings.TrimRight(base, "/") + "/messages"
+	c.models = strings.TrimRight(base, "/") + "/models"
 	switch {
 	case cfg.APIKey == "":
 		return nil, fmt.Errorf("anthropic: %s: api key is required", c.name)
@@ -111,10 +115,22 @@ func New(cfg Config) (*Client, error) {
 // Name returns the provider's name as it appears in errors.
 func (c *Client) Name() string { return c.name }
 
+// Continuation returns "prefill", for the config layer: the Messages API continues a final
+// assistant message natively, and answers with what it adds (afloat.Request's Continue).
+func (c *Client) Continuation() string { return httpx.ContinuePrefill }
+
 // Complete sends req and returns the answer. Failures are *afloat.ProviderError: a transport
 // failure or a cut context is Unavailable (with Timeout when time ran out), an HTTP error is
-// classified by status and error type, a 200 that is not a message is Unavailable, and a
-// tool input that is not a JSON object is Contract.
+// classified by status and error type, a 200 that is not a message is Unavailable, a 200
+// whose stop reason is refusal is Refused, and a tool input that is not a JSON object is
+// Contract.
+//
+// A final assistant message of text is a prefill: the API continues it, and the answer is
+// what the model added. It is sent without its trailing white space, which the API refuses;
+// the white space that opens the answer is then cut as well, since the caller's text still
+// ends with what was cut. With req.Continue the last message must be such a message
+// (Contract otherwise), and a json_schema format is left to the prompt and the contract
+// check rather than forced as a tool.
 func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Response, error) {
 	enc, err := c.encode(req, false)
 	if err != nil {
@@ -132,7 +148,31 @@ func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Res
 	if err != nil {
 		return nil, httpx.DecodeError(c.name, resp.StatusCode, err)
 	}
+	if out.FinishReason == finishReason(stopRefusal) {
+		return nil, refusal(c.name, resp.StatusCode)
+	}
+	if enc.trimmed {
+		out.Content = strings.TrimLeftFunc(out.Content, unicode.IsSpace)
+	}
 	return out, nil
+}
+
+// Probe asks for the models list (GET {BaseURL}/models, with the key, the version and the
+// configured headers), which bills nothing. Failures are classified as Complete's.
+func (c *Client) Probe(ctx context.Context) error {
+	hreq, err := httpx.NewGetRequest(ctx, c.models)
+	if err != nil {
+		return httpx.ContractError(c.name, err)
+	}
+	c.authorize(hreq)
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return httpx.TransportError(c.name, err)
+	}
+	if resp, err = httpx.CheckStatus(resp, c.statusError); err != nil {
+		return err
+	}
+	return httpx.ReadProbe(c.name, resp)
 }
 
 // encode renders req, reporting a request that cannot be rendered as Contract.
@@ -154,14 +194,19 @@ func (c *Client) send(ctx context.Context, payload []byte, stream bool) (*http.R
 	if err != nil {
 		return nil, httpx.ContractError(c.name, err)
 	}
-	hreq.Header.Set("X-Api-Key", c.apiKey)
-	hreq.Header.Set("Anthropic-Version", c.version)
-	for k, v := range c.headers {
-		hreq.Header.Set(k, v[0])
-	}
+	c.authorize(hreq)
 	resp, err := c.http.Do(hreq)
 	if err != nil {
 		return nil, httpx.TransportError(c.name, err)
 	}
 	return httpx.CheckStatus(resp, c.statusError)
+}
+
+// authorize sets the key, the version and the configured headers on a request.
+func (c *Client) authorize(hreq *http.Request) {
+	hreq.Header.Set("X-Api-Key", c.apiKey)
+	hreq.Header.Set("Anthropic-Version", c.version)
+	for k, v := range c.headers {
+		hreq.Header.Set(k, v[0])
+	}
 }

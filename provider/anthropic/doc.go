@@ -5,9 +5,12 @@
 // tools as input_schema, a json_schema response format as one forced tool whose input becomes
 // the answer's text) and the answer back. Every failure is a *afloat.ProviderError classified
 // by HTTP status and the body's error type, never by message text: 529 overloaded is
-// Unavailable, a spend limit is Unusable. Streams are read from Anthropic's events; an error
-// event inside a 200 stream is Unavailable. It does not retry, break or fall back: the
-// cascade composes that.
+// Unavailable, a spend limit is Unusable, a stop reason of refusal is Refused. Streams are
+// read from Anthropic's events; an error event inside a 200 stream is Unavailable. A final
+// assistant message is a prefill the API continues (Client.Continuation is "prefill"): it is
+// sent without its trailing white space, and the answer is what the model added.
+// Client.Probe reads GET {BaseURL}/models, which bills nothing. It does not retry, break or
+// fall back: the cascade composes that.
 //
 //	claude, err := anthropic.New(anthropic.Config{
 //		Name:   "claude",

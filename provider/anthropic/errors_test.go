@@ -31,7 +31,7 @@ func TestErrorClasses(t *testing.T) {
 		{"err_413_too_large.http", 413, afloat.Contract, "request_too_large", 0, false, "maximum allowed"},
 		{"err_429_rate_limit.http", 429, afloat.Throttled, "rate_limit_error", 20 * time.Second, true, "rate limit"},
 		{"err_429_spend_limit.http", 429, afloat.Unusable, "enforced_spend_limit_reached", 0, false, "usage limits"},
-		{"err_500_api_error.http", 500, afloat.Unavailable, "api_error", 0, false, "Internal server error"},
+		{"err_500_api_error.http", 500, afloat.Unavailable, "api_error", 0, true, "Internal server error"},
 		{"err_502_html.http", 502, afloat.Unavailable, "", 0, true, "unexpected body: <html>"},
 		{"err_529_overloaded.http", 529, afloat.Unavailable, "overloaded_error", 5 * time.Second, false, "Overloaded"},
 	}

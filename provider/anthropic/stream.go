@@ -7,17 +7,21 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+	"unicode"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/internal/httpx"
 )
 
-// Stream starts a streamed call. An error before the stream follows Complete's contract.
-// Recv then returns the text deltas (the forced answer tool's input too, as text), then one
-// chunk with the finish reason, the whole tool calls and the usage, then io.EOF after
-// message_stop. An error event inside the stream, or a body that ends before the message
-// finished, is an Unavailable *afloat.ProviderError; a tool input that is not a JSON object
-// is Contract.
+// Stream starts a streamed call. An error before the stream follows Complete's contract (a
+// prefill included). Recv then returns the text deltas (the forced answer tool's input too,
+// as text), then one chunk with the finish reason, the whole tool calls and the usage, then
+// io.EOF after message_stop; each chunk names the model of message_start. An event that
+// cannot be parsed is skipped and counted (the stream is an afloat.SkipCounter). An error
+// event inside the stream, or a body that ends before the message finished, is an
+// Unavailable *afloat.ProviderError; a stop reason of refusal is Refused; a tool input that
+// is not a JSON object is Contract.
 func (c *Client) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream, error) {
 	enc, err := c.encode(req, true)
 	if err != nil {
@@ -27,7 +31,9 @@ func (c *Client) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream
 	if err != nil {
 		return nil, err
 	}
-	return newStream(c, resp, enc.answerTool), nil
+	s := newStream(c, resp, enc.answerTool)
+	s.trimLead = enc.trimmed
+	return s, nil
 }
 
 // maxLine bounds one SSE line; a longer one is treated as a broken stream.
@@ -46,9 +52,15 @@ type stream struct {
 	order        []int
 	inputTokens  int
 	outputTokens int
-	answered     bool // the answer tool's input was emitted, at least in part
-	finished     bool // message_delta carried a stop reason
+	answered     bool   // the answer tool's input was emitted, at least in part
+	finished     bool   // message_delta carried a stop reason
+	model        string // of message_start
+	// trimLead cuts the white space that opens the text, until some other text came: the
+	// prefill was sent without its trailing white space (see Client.Complete).
+	trimLead bool
 }
+
+var _ afloat.SkipCounter = (*stream)(nil)
 
 type partialBlock struct {
 	typ, id, name string
@@ -69,6 +81,7 @@ func (s *stream) Finished() bool { return s.finished }
 type event struct {
 	Type    string `json:"type"`
 	Message *struct {
+		Model string `json:"model"`
 		Usage *usage `json:"usage"`
 	} `json:"message"`
 	Index        int `json:"index"`
@@ -87,12 +100,27 @@ type event struct {
 	Usage *usage `json:"usage"`
 }
 
-// Decode turns one event into a chunk; emit is false when the event carried nothing a
-// caller needs (a ping, a block start, a tool input fragment). message_stop ends the stream.
-func (s *stream) Decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) {
+// Decode turns one event into a chunk, naming the model; emit is false when the event
+// carried nothing a caller needs (a ping, a block start, a tool input fragment).
+// message_stop ends the stream.
+func (s *stream) Decode(ev httpx.Event) (afloat.Chunk, bool, error) {
+	ch, emit, err := s.decode(ev)
+	if s.trimLead && ch.Delta != "" && err == nil {
+		ch.Delta = strings.TrimLeftFunc(ch.Delta, unicode.IsSpace)
+		s.trimLead = ch.Delta == ""
+		emit = emit && (ch.Delta != "" || ch.FinishReason != "" || ch.Usage != nil || len(ch.ToolCalls) > 0)
+	}
+	ch.Model = s.model
+	return ch, emit, err
+}
+
+func (s *stream) decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) {
 	var w event
 	if err := json.Unmarshal(ev.Data, &w); err != nil {
-		return afloat.Chunk{}, false, httpx.BodyError(s.c.name, s.status, fmt.Errorf("decode stream event: %w", err))
+		if ev.Type == "error" {
+			return afloat.Chunk{}, false, s.eventError(ev.Data) // the provider's own error, whatever its shape
+		}
+		return afloat.Chunk{}, false, httpx.Malformed(fmt.Errorf("decode stream event: %w", err))
 	}
 	typ := w.Type
 	if typ == "" {
@@ -102,6 +130,9 @@ func (s *stream) Decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) 
 	case "error":
 		return afloat.Chunk{}, false, s.eventError(ev.Data)
 	case "message_start":
+		if w.Message != nil && w.Message.Model != "" {
+			s.model = w.Message.Model
+		}
 		if w.Message != nil && w.Message.Usage != nil {
 			s.inputTokens = w.Message.Usage.inputTokens()
 			s.outputTokens = w.Message.Usage.OutputTokens
@@ -146,6 +177,9 @@ func (s *stream) Decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) 
 		}
 		if w.Delta == nil || w.Delta.StopReason == "" || s.finished {
 			break
+		}
+		if w.Delta.StopReason == stopRefusal {
+			return afloat.Chunk{}, false, refusal(s.c.name, s.status)
 		}
 		return s.finish(w.Delta.StopReason)
 	case "message_stop":

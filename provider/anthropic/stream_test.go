@@ -26,9 +26,16 @@ func TestStreamFixtures(t *testing.T) {
 		usage   *afloat.Usage
 		kind    afloat.Kind // of the final error, when it is not io.EOF
 		errHas  string
+		model   string // on every chunk; "" means claude-sonnet-4-5-20250929
+		skipped int
 	}{
 		{fixture: "stream_ok.http", req: hello, deltas: []string{"Здравствуйте", "! Чем помочь?"}, finish: "stop",
 			usage: &afloat.Usage{InputTokens: 25, OutputTokens: 15}},
+		// An event cut mid-line is skipped; message_stop says the answer is whole.
+		{fixture: "stream_malformed.http", req: hello, deltas: []string{"Здравствуйте", "! Чем помочь?"}, finish: "stop",
+			usage: &afloat.Usage{InputTokens: 25, OutputTokens: 15}, model: "claude-haiku-4-5-20251001", skipped: 1},
+		{fixture: "stream_refusal.http", req: hello, deltas: []string{"Step one is to"}, kind: afloat.Refused,
+			errHas: "refused: status 200 (refusal): stop reason refusal"},
 		{fixture: "stream_tool_use.http", req: hello, deltas: []string{"Проверю погоду."}, finish: "tool_calls",
 			calls: []afloat.ToolCall{{ID: "toolu_01T1x1fJ34qAmk2tNTrN7Up6", Name: "get_weather", Arguments: json.RawMessage(`{"city": "Moscow"}`)}},
 			usage: &afloat.Usage{InputTokens: 472, OutputTokens: 89}},
@@ -58,6 +65,18 @@ func TestStreamFixtures(t *testing.T) {
 			fixture.CheckEnd(t, err, tt.kind, tt.errHas)
 			if _, again := s.Recv(); again != err {
 				t.Errorf("Recv after the end = %v, want %v again", again, err)
+			}
+			model := tt.model
+			if model == "" {
+				model = "claude-sonnet-4-5-20250929"
+			}
+			for _, ch := range chunks {
+				if ch.Model != model {
+					t.Errorf("chunk %+v names model %q, want %q", ch, ch.Model, model)
+				}
+			}
+			if n := s.(afloat.SkipCounter).Skipped(); n != tt.skipped {
+				t.Errorf("skipped %d events, want %d", n, tt.skipped)
 			}
 		})
 	}
@@ -92,7 +111,11 @@ func TestStreamEdges(t *testing.T) {
 		{name: "bad tool input", body: start + tool + args(`"{\"x\""`) + end, kind: afloat.Contract, errHas: "arguments are not a json object"},
 		{name: "answer tool without input", body: start + tool + end, answerTool: "f",
 			want: []afloat.Chunk{{Delta: "{}", FinishReason: "stop", Usage: &afloat.Usage{InputTokens: 3, OutputTokens: 4}}}},
-		{name: "garbage", body: "data: {nope\n\n", kind: afloat.Unavailable, errHas: "decode stream event"},
+		{name: "garbage", body: "data: {nope\n\n", kind: afloat.Unavailable, errHas: "before message_stop, 1 malformed events skipped (last: malformed stream event: decode stream event"},
+		{name: "garbage skipped before message_stop", body: text + "data: {nope\n\n" + "event: content_block_delta\ndata: [1]\n\n" + stop,
+			want: []afloat.Chunk{{Delta: "a"}, {FinishReason: "stop", Usage: &afloat.Usage{}}}},
+		{name: "error event that is not json is still an error", body: text + "event: error\ndata: upstream died\n\n" + stop,
+			want: []afloat.Chunk{{Delta: "a"}}, kind: afloat.Unavailable, errHas: "error event: upstream died"},
 		{name: "empty body", body: "", kind: afloat.Unavailable, errHas: "before message_stop"},
 		{name: "error without wrapper", body: text + "event: error\ndata: {\"type\":\"error\"}\n\n",
 			want: []afloat.Chunk{{Delta: "a"}}, kind: afloat.Unavailable, errHas: `error event: {"type":"error"}`},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/internal/httpx"
@@ -84,10 +85,13 @@ func (u *usage) inputTokens() int {
 }
 
 // encoded is a rendered request and, when a json_schema response format was rendered as a
-// forced tool, that tool's name: its input is the answer.
+// forced tool, that tool's name: its input is the answer. trimmed is set when white space
+// was cut from the end of the final assistant message (a prefill): the white space that
+// opens the continuation is then cut too, since the caller's text still ends with it.
 type encoded struct {
 	body       []byte
 	answerTool string
+	trimmed    bool
 }
 
 // defaultAnswerTool names the forced tool of a json_schema response format that names none.
@@ -115,10 +119,16 @@ func encodeRequest(req *afloat.Request, model string, maxTokens int, stream bool
 	if w.MaxTokens == 0 {
 		w.MaxTokens = maxTokens
 	}
+	if req.Continue {
+		if err := httpx.CheckContinue(req.Messages); err != nil {
+			return encoded{}, err
+		}
+	}
 	msgs, system, err := encodeMessages(req.Messages)
 	if err != nil {
 		return encoded{}, err
 	}
+	trimmed := trimPrefill(msgs)
 	w.Messages, w.System = msgs, system
 	for _, t := range req.Tools {
 		params := t.Parameters
@@ -155,7 +165,9 @@ func encodeRequest(req *afloat.Request, model string, maxTokens int, stream bool
 			// The Messages API has no response format. Without tools of the caller's, one
 			// forced tool whose input schema is the answer's constrains the answer the same
 			// way; with tools, the prompt and the contract check do.
-			if len(req.Tools) == 0 && objectSchema(rf.Schema) {
+			// A continuation is the rest of a text already started: a forced tool would
+			// answer anew.
+			if len(req.Tools) == 0 && objectSchema(rf.Schema) && !req.Continue {
 				answerTool = rf.Name
 				if !toolName.MatchString(answerTool) {
 					answerTool = defaultAnswerTool
@@ -171,7 +183,24 @@ func encodeRequest(req *afloat.Request, model string, maxTokens int, stream bool
 	if err != nil {
 		return encoded{}, err
 	}
-	return encoded{body: body, answerTool: answerTool}, nil
+	return encoded{body: body, answerTool: answerTool, trimmed: trimmed}, nil
+}
+
+// trimPrefill cuts the white space off the end of a final assistant message of text: the
+// API takes such a message as the start of the answer (a prefill) and refuses one that ends
+// in white space. It reports whether it cut any.
+func trimPrefill(msgs []message) bool {
+	if len(msgs) == 0 || msgs[len(msgs)-1].Role != "assistant" {
+		return false
+	}
+	last := &msgs[len(msgs)-1]
+	text, ok := last.Content.(string)
+	if !ok {
+		return false // tool_use blocks: no prefill
+	}
+	trimmed := strings.TrimRightFunc(text, unicode.IsSpace)
+	last.Content = trimmed
+	return len(trimmed) < len(text)
 }
 
 // objectSchema reports whether a JSON Schema describes an object, as a tool's input must.
@@ -258,10 +287,20 @@ func finishReason(s string) string {
 		return "length"
 	case "tool_use":
 		return "tool_calls"
-	case "refusal":
+	case stopRefusal:
 		return "content_filter"
 	}
 	return s
+}
+
+// stopRefusal is the stop reason of an answer the model declined under its usage policy
+// (shared/reference/providers.md §4): Complete and Stream return it as a Refused error.
+const stopRefusal = "refusal"
+
+// refusal is the Refused error of a 2xx answer that stopped for stopRefusal. Its cause
+// names the stop reason only: whatever text came before the refusal is not quoted.
+func refusal(provider string, status int) *afloat.ProviderError {
+	return httpx.RefusedError(provider, status, stopRefusal, "stop reason "+stopRefusal)
 }
 
 // errNotMessage: a 200 whose body parsed but is not a message.

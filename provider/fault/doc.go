@@ -6,6 +6,7 @@
 //	_, err := p.Complete(ctx, req) // a *afloat.ProviderError with status 503; gigachat is not called
 //	p.Set(fault.Fault{})           // cleared
 //
-// A fault is read when a call starts. The wrapper holds the fault of one process; a shared
+// Probe passes through the fault too, so a provider forced unavailable fails its probe; it
+// reaches the wrapped provider's probe only when CanProbe. A fault is read when a call starts. The wrapper holds the fault of one process; a shared
 // state backend sets it on every replica.
 package fault

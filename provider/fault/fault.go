@@ -97,7 +97,10 @@ func (f *Fault) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Provider wraps a provider with an injectable fault. It is safe for concurrent use.
+// Provider wraps a provider with an injectable fault. It is safe for concurrent use. It is an
+// afloat.Streamer whatever it wraps (a provider that cannot stream answers in one chunk),
+// and an afloat.Prober that probes through the fault; CanProbe says whether the wrapped
+// provider has a probe to reach.
 type Provider struct {
 	name  string
 	inner afloat.Provider
@@ -108,7 +111,11 @@ type Provider struct {
 var (
 	_ afloat.Provider = (*Provider)(nil)
 	_ afloat.Streamer = (*Provider)(nil)
+	_ afloat.Prober   = (*Provider)(nil)
 )
+
+// ErrNoProbe is the cause of Probe's error when the wrapped provider is no afloat.Prober.
+var ErrNoProbe = errors.New("provider has no probe")
 
 // Wrap returns p with no fault set. name is the provider's name in the errors it makes; a
 // nil clock uses real time.
@@ -135,6 +142,38 @@ func (p *Provider) Fault() Fault { return *p.fault.Load() }
 
 // Inner returns the wrapped provider.
 func (p *Provider) Inner() afloat.Provider { return p.inner }
+
+// CanProbe reports whether the wrapped provider is an afloat.Prober, for the config layer:
+// Probe reaches it only then.
+func (p *Provider) CanProbe() bool {
+	_, ok := p.inner.(afloat.Prober)
+	return ok
+}
+
+// Continuation returns the wrapped provider's Continuation() ("prefill" or "none"), or
+// "none" when it has no such method.
+func (p *Provider) Continuation() string {
+	if c, ok := p.inner.(interface{ Continuation() string }); ok {
+		return c.Continuation()
+	}
+	return "none"
+}
+
+// Probe applies the fault, then probes the wrapped provider: a provider forced unavailable
+// fails its probe too, with the same error as its calls, and a hanging or slow one hangs or
+// waits the same. ModeMalformed spoils answers, not the models list: the probe goes through.
+// A wrapped provider that is no afloat.Prober fails every probe as Contract, wrapping
+// ErrNoProbe (check CanProbe first).
+func (p *Provider) Probe(ctx context.Context) error {
+	if _, err := p.before(ctx); err != nil {
+		return err
+	}
+	pr, ok := p.inner.(afloat.Prober)
+	if !ok {
+		return &afloat.ProviderError{Provider: p.name, Kind: afloat.Contract, Err: ErrNoProbe}
+	}
+	return pr.Probe(ctx)
+}
 
 // before applies the fault ahead of a call. It returns a response to answer with, an error
 // to fail with, or neither to go on with the call.

@@ -62,11 +62,12 @@ const (
 	defaultName          = "gigachat"
 )
 
-// Client calls GigaChat. It implements afloat.Provider and afloat.Streamer, and is safe for
-// concurrent use: its calls share one token.
+// Client calls GigaChat. It implements afloat.Provider, afloat.Streamer and afloat.Prober,
+// and is safe for concurrent use: its calls share one token.
 type Client struct {
 	name     string
 	endpoint string
+	models   string // the models list, for Probe
 	authKey  string
 	model    string
 	schemas  bool // StructuredOutput
@@ -79,6 +80,7 @@ type Client struct {
 var (
 	_ afloat.Provider = (*Client)(nil)
 	_ afloat.Streamer = (*Client)(nil)
+	_ afloat.Prober   = (*Client)(nil)
 )
 
 // New checks cfg and returns a Client. It makes no call: the first token is fetched by the
@@ -94,6 +96,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("gigachat: %s: base url %w", c.name, err)
 	}
 	c.endpoint = strings.TrimRight(base, "/") + "/chat/completions"
+	c.models = strings.TrimRight(base, "/") + "/models"
 	authURL, err := httpx.AbsURL(cfg.AuthURL, DefaultAuthURL)
 	if err != nil {
 		return nil, fmt.Errorf("gigachat: %s: auth url %w", c.name, err)
@@ -132,6 +135,27 @@ func New(cfg Config) (*Client, error) {
 // Name returns the provider's name as it appears in errors.
 func (c *Client) Name() string { return c.name }
 
+// Continuation returns "none", for the config layer: GigaChat documents no assistant
+// prefill, so a request with Continue fails as Contract without being sent.
+func (c *Client) Continuation() string { return httpx.ContinueNone }
+
+// Probe asks for the models list (GET {BaseURL}/models with the shared token), which bills
+// nothing. Failures are classified as Complete's, the token exchange's included; a 401
+// refreshes the token once, as a chat does.
+func (c *Client) Probe(ctx context.Context) error {
+	resp, err := c.do(ctx, func(tok string) (*http.Request, error) {
+		hreq, err := httpx.NewGetRequest(ctx, c.models)
+		if err == nil {
+			hreq.Header.Set("Authorization", "Bearer "+tok)
+		}
+		return hreq, err
+	})
+	if err != nil {
+		return err
+	}
+	return httpx.ReadProbe(c.name, resp)
+}
+
 // Complete sends req and returns the answer. Failures are *afloat.ProviderError: a transport
 // failure or a cut context is Unavailable (with Timeout when time ran out), a failed token
 // exchange is classified as the token endpoint's, an HTTP error by its status (401 after one
@@ -161,6 +185,9 @@ func (c *Client) encode(req *afloat.Request, stream bool) ([]byte, error) {
 	if req == nil {
 		return nil, httpx.ContractError(c.name, errors.New("nil request"))
 	}
+	if req.Continue {
+		return nil, httpx.NoContinuation(c.name)
+	}
 	payload, err := encodeRequest(req, c.model, stream, c.schemas)
 	if err != nil {
 		return nil, httpx.ContractError(c.name, err)
@@ -169,14 +196,26 @@ func (c *Client) encode(req *afloat.Request, stream bool) ([]byte, error) {
 }
 
 // send posts a rendered chat with the shared token and returns a response with a 2xx
-// status. A 401 refreshes the token once and posts again; any other outcome is returned as
-// a classified error, with the body already drained and closed.
+// status, as do does.
 func (c *Client) send(ctx context.Context, payload []byte, stream bool) (*http.Response, error) {
+	return c.do(ctx, func(tok string) (*http.Request, error) {
+		hreq, err := httpx.NewJSONRequest(ctx, c.endpoint, payload, stream)
+		if err == nil {
+			hreq.Header.Set("Authorization", "Bearer "+tok)
+		}
+		return hreq, err
+	})
+}
+
+// do makes the request build returns for the shared token and returns a response with a 2xx
+// status. A 401 refreshes the token once and makes it again; any other outcome is returned
+// as a classified error, with the body already drained and closed.
+func (c *Client) do(ctx context.Context, build func(tok string) (*http.Request, error)) (*http.Response, error) {
 	tok, err := c.tokens.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.post(ctx, tok, payload, stream)
+	resp, err := c.once(tok, build)
 	if err != nil {
 		return nil, err
 	}
@@ -187,20 +226,19 @@ func (c *Client) send(ctx context.Context, payload []byte, stream bool) (*http.R
 		if tok, err = c.tokens.get(ctx); err != nil {
 			return nil, err
 		}
-		if resp, err = c.post(ctx, tok, payload, stream); err != nil {
+		if resp, err = c.once(tok, build); err != nil {
 			return nil, err
 		}
 	}
 	return httpx.CheckStatus(resp, c.statusError)
 }
 
-// post makes one chat request; only a transport failure is an error.
-func (c *Client) post(ctx context.Context, tok string, payload []byte, stream bool) (*http.Response, error) {
-	hreq, err := httpx.NewJSONRequest(ctx, c.endpoint, payload, stream)
+// once makes one request; only a transport failure is an error.
+func (c *Client) once(tok string, build func(tok string) (*http.Request, error)) (*http.Response, error) {
+	hreq, err := build(tok)
 	if err != nil {
 		return nil, httpx.ContractError(c.name, err)
 	}
-	hreq.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := c.http.Do(hreq)
 	if err != nil {
 		return nil, httpx.TransportError(c.name, err)

@@ -14,6 +14,8 @@
 // one assistant function_call per turn, each followed by its {"role":"function"} result.
 // A json_schema response format is sent (GigaChat's flat, beta form) only with
 // Config.StructuredOutput; otherwise the prompt and the task's contract check carry it.
+// There is no assistant prefill (Client.Continuation is "none": a request with Continue is
+// refused unsent). Client.Probe reads GET {BaseURL}/models with the shared token.
 //
 //	giga, err := gigachat.New(gigachat.Config{
 //		Name:    "gigachat-pro",

@@ -24,7 +24,7 @@ func TestChatErrorClasses(t *testing.T) {
 		{"err_413_too_large.http", 413, afloat.Contract, 0, false, "Payload too large"},
 		{"err_422_functions.http", 422, afloat.Contract, 0, false, "does not support functions"},
 		{"err_429_rate_limit.http", 429, afloat.Throttled, 3 * time.Second, true, "Too Many Requests"},
-		{"err_500_internal.http", 500, afloat.Unavailable, 0, false, "Internal Server Error"},
+		{"err_500_internal.http", 500, afloat.Unavailable, 0, true, "Internal Server Error"},
 		{"err_502_html.http", 502, afloat.Unavailable, 0, true, "unexpected body: <html>"},
 		{"err_503_unavailable.http", 503, afloat.Unavailable, 0, true, "Service Unavailable"},
 	}

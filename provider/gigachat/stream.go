@@ -16,9 +16,10 @@ import (
 // Stream starts a streamed call (SSE). An error before the stream follows Complete's
 // contract; a 200 that is not an event stream is Unavailable. Recv then returns the text
 // deltas, then one chunk with the finish reason, the function call and the usage, then
-// io.EOF after [DONE]. An error inside the stream, or a body that ends before [DONE] and
-// before a finish reason, is an Unavailable *afloat.ProviderError; arguments that are not a
-// JSON object are Contract.
+// io.EOF after [DONE]; each chunk names the model the chunks name. A chunk that cannot be
+// parsed is skipped and counted (the stream is an afloat.SkipCounter). An error inside the
+// stream, or a body that ends before [DONE] and before a finish reason, is an Unavailable
+// *afloat.ProviderError; arguments that are not a JSON object are Contract.
 func (c *Client) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream, error) {
 	payload, err := c.encode(req, true)
 	if err != nil {
@@ -48,8 +49,11 @@ type stream struct {
 	status   int
 	call     *partialCall
 	usage    *afloat.Usage
-	finished bool // a finish_reason was seen
+	finished bool   // a finish_reason was seen
+	model    string // the model the chunks name
 }
+
+var _ afloat.SkipCounter = (*stream)(nil)
 
 // partialCall is the function call of the answer, as its fragments arrive.
 type partialCall struct {
@@ -69,15 +73,22 @@ func (s *stream) Finished() bool { return s.finished }
 
 // streamChunk is one chunk, or an error payload ({"status","message"}).
 type streamChunk struct {
+	Model   string   `json:"model"`
 	Choices []choice `json:"choices"`
 	Usage   *usage   `json:"usage"`
 	Status  int      `json:"status"`
 	Message string   `json:"message"`
 }
 
-// Decode turns one event into a chunk; emit is false when the event carried nothing a
-// caller needs. [DONE] ends the stream.
-func (s *stream) Decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) {
+// Decode turns one event into a chunk, naming the model; emit is false when the event
+// carried nothing a caller needs. [DONE] ends the stream.
+func (s *stream) Decode(ev httpx.Event) (afloat.Chunk, bool, error) {
+	ch, emit, err := s.decode(ev)
+	ch.Model = s.model
+	return ch, emit, err
+}
+
+func (s *stream) decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) {
 	data := ev.Data
 	if string(data) == "[DONE]" {
 		if s.finished {
@@ -90,8 +101,11 @@ func (s *stream) Decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) 
 		return ch, emit, io.EOF
 	}
 	var w streamChunk
-	if err := json.Unmarshal(data, &w); err != nil {
-		return afloat.Chunk{}, false, httpx.BodyError(s.c.name, s.status, fmt.Errorf("decode stream chunk: %w", err))
+	if err := json.Unmarshal(data, &w); err != nil && ev.Type != "error" {
+		return afloat.Chunk{}, false, httpx.Malformed(fmt.Errorf("decode stream chunk: %w", err))
+	}
+	if w.Model != "" {
+		s.model = w.Model
 	}
 	if ev.Type == "error" || (len(w.Choices) == 0 && w.Message != "") {
 		msg := w.Message

@@ -19,9 +19,14 @@ func TestStreamFixtures(t *testing.T) {
 		calls   []afloat.ToolCall
 		usage   *afloat.Usage
 		errHas  string // "" means io.EOF
+		model   string // on every chunk
+		skipped int
 	}{
 		{fixture: "stream_ok.http", deltas: []string{"Здравствуйте", "! Чем помочь?"}, finish: "stop",
-			usage: &afloat.Usage{InputTokens: 19, OutputTokens: 6}},
+			usage: &afloat.Usage{InputTokens: 19, OutputTokens: 6}, model: "GigaChat-Pro:2.0.28.2"},
+		// A chunk cut mid-line is skipped; [DONE] says the answer is whole.
+		{fixture: "stream_malformed.http", deltas: []string{"Здравствуйте", "! Чем помочь?"}, finish: "stop",
+			usage: &afloat.Usage{InputTokens: 19, OutputTokens: 6}, model: "GigaChat-2-Max:2.0.28.2", skipped: 1},
 		{fixture: "stream_function_call.http", finish: "tool_calls",
 			calls: []afloat.ToolCall{{ID: "gcfs_0b5c7ad6-e1d2-4c5e-9a3f-58d1f2e7c6b4", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Москва"}`)}},
 			usage: &afloat.Usage{InputTokens: 138, OutputTokens: 21}},
@@ -48,6 +53,16 @@ func TestStreamFixtures(t *testing.T) {
 				t.Errorf("answer\n got %+v\nwant %+v", got, want)
 			}
 			fixture.CheckEnd(t, err, afloat.Unavailable, tt.errHas)
+			if tt.model != "" {
+				for _, ch := range chunks {
+					if ch.Model != tt.model {
+						t.Errorf("chunk %+v names model %q, want %q", ch, ch.Model, tt.model)
+					}
+				}
+			}
+			if n := s.(afloat.SkipCounter).Skipped(); n != tt.skipped {
+				t.Errorf("skipped %d events, want %d", n, tt.skipped)
+			}
 		})
 	}
 }
@@ -86,7 +101,10 @@ func TestStreamEdges(t *testing.T) {
 			kind: afloat.Contract, errHas: "arguments are not a json object"},
 		{name: "error event", body: text + "event: error\ndata: {\"status\":503,\"message\":\"overloaded " + testKey + "\"}\n\n",
 			want: []afloat.Chunk{{Delta: "a"}}, kind: afloat.Unavailable, errHas: "error event: overloaded [redacted]"},
-		{name: "garbage", body: "data: {x\n\n", kind: afloat.Unavailable, errHas: "decode stream chunk"},
+		{name: "garbage", body: "data: {x\n\n", kind: afloat.Unavailable, errHas: "before [DONE], 1 malformed events skipped (last: malformed stream event: decode stream chunk"},
+		{name: "garbage skipped before [DONE]", body: text + "data: {x\n\n" + done, want: []afloat.Chunk{{Delta: "a"}, {FinishReason: "stop"}}},
+		{name: "error event that is not json is still an error", body: text + "event: error\ndata: upstream died\n\n" + done,
+			want: []afloat.Chunk{{Delta: "a"}}, kind: afloat.Unavailable, errHas: "error event: upstream died"},
 		{name: "empty body", body: "", kind: afloat.Unavailable, errHas: "before [DONE]"},
 	}
 	for _, tt := range tests {

@@ -42,11 +42,12 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 
 const defaultName = "openai"
 
-// Client calls one OpenAI-compatible endpoint. It implements afloat.Provider and
-// afloat.Streamer, and is safe for concurrent use.
+// Client calls one OpenAI-compatible endpoint. It implements afloat.Provider,
+// afloat.Streamer and afloat.Prober, and is safe for concurrent use.
 type Client struct {
 	name     string
 	endpoint string
+	models   string // the models list, for Probe
 	apiKey   string
 	model    string
 	dialect  string
@@ -58,6 +59,7 @@ type Client struct {
 var (
 	_ afloat.Provider = (*Client)(nil)
 	_ afloat.Streamer = (*Client)(nil)
+	_ afloat.Prober   = (*Client)(nil)
 )
 
 // New checks cfg and returns a Client.
@@ -78,6 +80,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("openai: %s: base url %w", c.name, err)
 	}
 	c.endpoint = strings.TrimRight(base, "/") + "/chat/completions"
+	c.models = strings.TrimRight(base, "/") + "/models"
 	if !knownDialect(c.dialect) {
 		return nil, fmt.Errorf("openai: %s: unknown dialect %q (want openai, vllm, llamacpp, ollama or yandex)", c.name, c.dialect)
 	}
@@ -99,10 +102,26 @@ func New(cfg Config) (*Client, error) {
 // Name returns the provider's name as it appears in errors.
 func (c *Client) Name() string { return c.name }
 
+// Continuation says what the server can do with an answer cut on another provider
+// (afloat.Request's Continue), for the config layer: "prefill" for DialectVLLM (sent with
+// continue_final_message) and DialectLlamaCpp (llama-server continues a final assistant
+// message unless started with --no-prefill-assistant), "none" for the others, whose
+// requests with Continue fail as Contract without being sent.
+func (c *Client) Continuation() string {
+	switch c.dialect {
+	case DialectVLLM, DialectLlamaCpp:
+		return httpx.ContinuePrefill
+	}
+	return httpx.ContinueNone
+}
+
 // Complete sends req and returns the answer. Failures are *afloat.ProviderError: a transport
 // failure or a cut context is Unavailable (with Timeout when time ran out), an HTTP error is
-// classified by status and error code, a 200 without choices is Unavailable, and tool
-// arguments that are not a JSON object are Contract.
+// classified by status and error code (a 400 of content_policy_violation or content_filter
+// is Refused, its message kept as the cause), a 200 without choices is Unavailable, a 200
+// whose finish reason is content_filter is Refused, and tool arguments that are not a JSON
+// object are Contract. With req.Continue the answer is only what the model added to the
+// last (assistant) message; a dialect that cannot continue fails as Contract, unsent.
 func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Response, error) {
 	resp, err := c.send(ctx, req, false)
 	if err != nil {
@@ -116,7 +135,29 @@ func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Res
 	if err != nil {
 		return nil, httpx.DecodeError(c.name, resp.StatusCode, err)
 	}
+	if out.FinishReason == finishContentFilter {
+		return nil, contentFiltered(c.name, resp.StatusCode)
+	}
 	return out, nil
+}
+
+// Probe asks for the models list (GET {BaseURL}/models, with the chat's credentials and
+// headers), which bills nothing. Failures are classified as Complete's; a server without
+// the list answers 404, which is Contract: probe it some other way.
+func (c *Client) Probe(ctx context.Context) error {
+	hreq, err := httpx.NewGetRequest(ctx, c.models)
+	if err != nil {
+		return httpx.ContractError(c.name, err)
+	}
+	c.authorize(hreq)
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return httpx.TransportError(c.name, err)
+	}
+	if resp, err = httpx.CheckStatus(resp, c.statusError); err != nil {
+		return err
+	}
+	return httpx.ReadProbe(c.name, resp)
 }
 
 // send posts req and returns a response with a 2xx status; any other outcome is returned as
@@ -124,6 +165,9 @@ func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Res
 func (c *Client) send(ctx context.Context, req *afloat.Request, stream bool) (*http.Response, error) {
 	if req == nil {
 		return nil, httpx.ContractError(c.name, errors.New("nil request"))
+	}
+	if req.Continue && c.Continuation() != httpx.ContinuePrefill {
+		return nil, httpx.NoContinuation(c.name)
 	}
 	payload, err := encodeFor(req, c.model, stream, c.dialect)
 	if err != nil {
@@ -133,15 +177,20 @@ func (c *Client) send(ctx context.Context, req *afloat.Request, stream bool) (*h
 	if err != nil {
 		return nil, httpx.ContractError(c.name, err)
 	}
+	c.authorize(hreq)
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return nil, httpx.TransportError(c.name, err)
+	}
+	return httpx.CheckStatus(resp, c.statusError)
+}
+
+// authorize sets the key and the configured headers on a request.
+func (c *Client) authorize(hreq *http.Request) {
 	if c.apiKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
 	for k, v := range c.headers {
 		hreq.Header.Set(k, v[0])
 	}
-	resp, err := c.http.Do(hreq)
-	if err != nil {
-		return nil, httpx.TransportError(c.name, err)
-	}
-	return httpx.CheckStatus(resp, c.statusError)
 }

@@ -9,7 +9,11 @@
 //
 // Config.Dialect renders requests around a server's quirks: llama.cpp's json_schema shape,
 // Ollama's missing tool_choice, Yandex's tool_choice of auto and none only (see the
-// Dialect constants).
+// Dialect constants), and whether a cut answer can be continued (Client.Continuation:
+// vLLM's continue_final_message and llama.cpp's prefill of a final assistant message; the
+// others refuse a request with Continue unsent). A content-policy 400
+// (content_policy_violation, content_filter) and a content_filter finish reason are
+// Refused. Client.Probe reads GET {BaseURL}/models, which bills nothing.
 //
 // A self-hosted emergency tier:
 //

@@ -11,7 +11,24 @@ import (
 )
 
 // The OpenAI codes that decide a class apart from the status.
-const codeInsufficientQuota = "insufficient_quota"
+const (
+	codeInsufficientQuota = "insufficient_quota"
+	// A 400 with one of these codes declines the content under the provider's policy:
+	// OpenAI's content_policy_violation, Azure OpenAI's content_filter.
+	codeContentPolicy = "content_policy_violation"
+	codeContentFilter = "content_filter"
+)
+
+// finishContentFilter is the finish reason of an answer the provider's content filter
+// stopped or withheld (shared/reference/providers.md §3).
+const finishContentFilter = "content_filter"
+
+// contentFiltered is the Refused error of a 2xx answer whose finish reason is
+// content_filter. Its cause names the finish reason only: the text the filter stopped is not
+// quoted, since it is what the provider would not hand out.
+func contentFiltered(provider string, status int) *afloat.ProviderError {
+	return httpx.RefusedError(provider, status, finishContentFilter, "finish reason "+finishContentFilter)
+}
 
 // maxQuote bounds the part of a provider's message kept in an error.
 const maxQuote = 200
@@ -94,14 +111,19 @@ func (e apiError) label() string {
 
 // statusError classifies a response whose status is not 2xx by
 // shared/reference/providers.md §0 and §3: a 429 of insufficient_quota is Unusable, other
-// 429s Throttled.
+// 429s Throttled; a 400 of content_policy_violation or content_filter is Refused, with the
+// provider's message as its cause.
 func (c *Client) statusError(status int, h http.Header, body []byte) *afloat.ProviderError {
 	e, ok := parseErrorBody(body)
 	quotaSpent := e.code == codeInsufficientQuota || e.typ == codeInsufficientQuota
+	kind := httpx.StatusKind(status, quotaSpent)
+	if status == http.StatusBadRequest && (e.code == codeContentPolicy || e.code == codeContentFilter) {
+		kind = afloat.Refused
+	}
 	return &afloat.ProviderError{
 		Provider:   c.name,
 		Status:     status,
-		Kind:       httpx.StatusKind(status, quotaSpent),
+		Kind:       kind,
 		Code:       e.label(),
 		RetryAfter: httpx.RetryAfter(h, c.clock.Now()),
 		Err:        httpx.StatusCause(ok, e.message, body, c.quote),

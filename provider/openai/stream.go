@@ -16,10 +16,13 @@ import (
 
 // Stream starts a streamed call (SSE, with stream_options.include_usage). An error before the
 // stream follows Complete's contract. Recv then returns the text deltas, then one chunk with
-// the finish reason and the whole tool calls, then the usage, then io.EOF after [DONE]. An
-// error event inside the stream, or a body that ends before [DONE] and before a finish
-// reason, is an Unavailable *afloat.ProviderError; tool arguments that are not a JSON object
-// are Contract.
+// the finish reason and the whole tool calls, then the usage, then io.EOF after [DONE] (or
+// after the usage, which include_usage sends last, when it follows the finish); each
+// chunk names the model the chunks name. A chunk that cannot be parsed is skipped and
+// counted (the stream is an afloat.SkipCounter). An error event inside the stream, or a body
+// that ends before [DONE] and before a finish reason, is an Unavailable
+// *afloat.ProviderError; a finish reason of content_filter is Refused; tool arguments that
+// are not a JSON object are Contract.
 func (c *Client) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream, error) {
 	resp, err := c.send(ctx, req, true)
 	if err != nil {
@@ -46,8 +49,11 @@ type stream struct {
 	// calls accumulates tool call fragments in the order their indexes first appeared.
 	calls    []partialCall
 	byIndex  map[int]int
-	finished bool // a finish_reason was seen
+	finished bool   // a finish_reason was seen
+	model    string // the model the chunks name
 }
+
+var _ afloat.SkipCounter = (*stream)(nil)
 
 type partialCall struct {
 	id, name string
@@ -113,14 +119,22 @@ func (s *stream) nextEvent() (httpx.Event, error) {
 
 // streamChunk is one chat.completion.chunk, or an error payload.
 type streamChunk struct {
+	Model   string          `json:"model"`
 	Choices []choice        `json:"choices"`
 	Usage   *usage          `json:"usage"`
 	Error   json.RawMessage `json:"error"`
 }
 
-// Decode turns one event into a chunk; emit is false when the event carried nothing a
-// caller needs (a role-only delta, a tool call fragment). [DONE] ends the stream.
-func (s *stream) Decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) {
+// Decode turns one event into a chunk, naming the model; emit is false when the event
+// carried nothing a caller needs (a role-only delta, a tool call fragment). [DONE] ends the
+// stream.
+func (s *stream) Decode(ev httpx.Event) (afloat.Chunk, bool, error) {
+	ch, emit, err := s.decode(ev)
+	ch.Model = s.model
+	return ch, emit, err
+}
+
+func (s *stream) decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) {
 	data := bytes.TrimSpace(ev.Data)
 	if string(data) == "[DONE]" {
 		// Calls still pending here come from a server that sent no finish reason: deliver
@@ -136,10 +150,13 @@ func (s *stream) Decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) 
 	}
 	var w streamChunk
 	if err := json.Unmarshal(data, &w); err != nil {
-		return afloat.Chunk{}, false, httpx.BodyError(s.c.name, s.status, fmt.Errorf("decode stream chunk: %w", err))
+		return afloat.Chunk{}, false, httpx.Malformed(fmt.Errorf("decode stream chunk: %w", err))
 	}
 	if len(bytes.TrimSpace(w.Error)) > 0 && string(bytes.TrimSpace(w.Error)) != "null" {
 		return afloat.Chunk{}, false, s.eventError(data)
+	}
+	if w.Model != "" {
+		s.model = w.Model
 	}
 	for _, c := range w.Choices {
 		if c.Index != 0 {
@@ -156,6 +173,9 @@ func (s *stream) Decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) 
 			}
 			s.accumulate(delta.ToolCalls)
 		}
+		if c.FinishReason == finishContentFilter {
+			return afloat.Chunk{}, false, contentFiltered(s.c.name, s.status)
+		}
 		if c.FinishReason != "" && !s.finished {
 			s.finished = true
 			ch.FinishReason = c.FinishReason
@@ -171,6 +191,11 @@ func (s *stream) Decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) 
 		u := w.Usage.canonical()
 		ch.Usage = &u
 		emit = true
+		if s.finished {
+			// The usage of include_usage comes last, after the finish: the answer is whole,
+			// whether or not [DONE] follows (a server may hold the body open without it).
+			return ch, emit, io.EOF
+		}
 	}
 	return ch, emit, nil
 }

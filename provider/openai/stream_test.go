@@ -25,19 +25,29 @@ func TestStreamFixtures(t *testing.T) {
 		kind      afloat.Kind // of the final error, when it is not io.EOF
 		errHas    string
 		wantCause error
+		model     string // on every chunk
+		skipped   int
 	}{
 		{fixture: "stream_ok.http", text: "Здравствуйте! Чем помочь?", finish: "stop",
-			usage: &afloat.Usage{InputTokens: 19, OutputTokens: 6}},
-		{fixture: "stream_tool_call.http", finish: "tool_calls",
+			usage: &afloat.Usage{InputTokens: 19, OutputTokens: 6}, model: "gpt-4o-2024-08-06"},
+		{fixture: "stream_tool_call.http", finish: "tool_calls", model: "gpt-4o-2024-08-06",
 			calls: []afloat.ToolCall{
 				{ID: "call_abc", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Moscow"}`)},
 				{ID: "call_def", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Kazan"}`)},
 			},
 			usage: &afloat.Usage{InputTokens: 50, OutputTokens: 34}},
-		{fixture: "stream_error_event.http", text: "Пере", kind: afloat.Unavailable, errHas: "Sorry about that"},
-		{fixture: "stream_llamacpp_error.http", text: "Привет", kind: afloat.Unavailable, errHas: "KV cache is full"},
+		{fixture: "stream_error_event.http", text: "Пере", kind: afloat.Unavailable, errHas: "Sorry about that", model: "gpt-4o-2024-08-06"},
+		{fixture: "stream_llamacpp_error.http", text: "Привет", kind: afloat.Unavailable, errHas: "KV cache is full", model: "t-tech/T-lite-it-1.0"},
 		{fixture: "stream_truncated.http", text: "Отдел: биллинг", kind: afloat.Unavailable,
-			errHas: "before [DONE]", wantCause: io.ErrUnexpectedEOF},
+			errHas: "before [DONE]", wantCause: io.ErrUnexpectedEOF, model: "t-tech/T-lite-it-1.0"},
+		// A chunk cut mid-line is skipped; [DONE] says the answer is whole.
+		{fixture: "stream_malformed_chunk.http", text: "Отдел: биллинг", finish: "stop",
+			usage: &afloat.Usage{InputTokens: 19, OutputTokens: 6}, model: "openai/gpt-4o-mini", skipped: 1},
+		// Without [DONE] or a finish reason, a skip does not make the answer whole.
+		{fixture: "stream_malformed_truncated.http", text: "Отдел", kind: afloat.Unavailable,
+			errHas: "before [DONE], 1 malformed events skipped", wantCause: io.ErrUnexpectedEOF, model: "openai/gpt-4o-mini", skipped: 1},
+		{fixture: "stream_content_filter.http", text: "Here is", kind: afloat.Refused,
+			errHas: "refused: status 200 (content_filter): finish reason content_filter", model: "gpt-4o-2024-08-06"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {
@@ -62,6 +72,14 @@ func TestStreamFixtures(t *testing.T) {
 			}
 			if got.Empty > 0 {
 				t.Error("an empty chunk was returned")
+			}
+			for _, ch := range chunks {
+				if ch.Model != tt.model {
+					t.Errorf("chunk %+v names model %q, want %q", ch, ch.Model, tt.model)
+				}
+			}
+			if n := s.(afloat.SkipCounter).Skipped(); n != tt.skipped {
+				t.Errorf("skipped %d events, want %d", n, tt.skipped)
 			}
 			fixture.CheckEnd(t, err, tt.kind, tt.errHas)
 			if pe, ok := err.(*afloat.ProviderError); ok && pe.Provider != "t-lite" {
@@ -138,8 +156,22 @@ func TestStreamEdges(t *testing.T) {
 			want: []afloat.Chunk{{Delta: "a"}}, kind: afloat.Unavailable, errHas: "model runner crashed"},
 		{name: "error echoing the key", body: `data: {"error":{"message":"bad key ` + testKey + `"}}` + "\n\n",
 			kind: afloat.Unavailable, errHas: "bad key [redacted]"},
-		{name: "garbage data", body: "data: {not json\n\n", kind: afloat.Unavailable, errHas: "decode stream chunk"},
+		{name: "garbage data", body: "data: {not json\n\n", kind: afloat.Unavailable, errHas: "before [DONE], 1 malformed events skipped (last: malformed stream event: decode stream chunk"},
+		{name: "garbage skipped before the finish", body: delta + "data: {not json\n\n" + "data: [1,2]\n\n" + stop,
+			want: []afloat.Chunk{{Delta: "a"}, {FinishReason: "stop"}}},
+		{name: "event: error that is not json is still an error", body: delta + "event: error\ndata: upstream died\n\n" + done,
+			want: []afloat.Chunk{{Delta: "a"}}, kind: afloat.Unavailable, errHas: "error event: upstream died"},
+		{name: "error object after garbage is still an error", body: "data: {not json\n\n" + `data: {"error":{"message":"boom","code":"server_error"}}` + "\n\n" + done,
+			kind: afloat.Unavailable, errHas: "error event: boom"},
+		{name: "model on every chunk, from the last chunk naming it", body: `data: {"model":"m1","choices":[{"index":0,"delta":{"content":"a"}}]}` + "\n\n" +
+			`data: {"choices":[{"index":0,"delta":{"content":"b"}}]}` + "\n\n" + `data: {"model":"m2","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n" + done,
+			want: []afloat.Chunk{{Delta: "a", Model: "m1"}, {Delta: "b", Model: "m1"}, {FinishReason: "stop", Model: "m2"}}},
 		{name: "line too long", body: "data: \"" + strings.Repeat("x", maxLine) + "\"\n\n", kind: afloat.Unavailable, errHas: "exceeds"},
+		{name: "usage after the finish ends the stream", body: delta + stop + `data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}` + "\n\n" +
+			`data: {"choices":[{"index":0,"delta":{"content":"never read"}}]}` + "\n\n",
+			want: []afloat.Chunk{{Delta: "a"}, {FinishReason: "stop"}, {Usage: &afloat.Usage{InputTokens: 3, OutputTokens: 4}}}},
+		{name: "usage before the finish does not", body: `data: {"choices":[{"index":0,"delta":{"content":"a"}}],"usage":{"prompt_tokens":3,"completion_tokens":1}}` + "\n\n" + stop + done,
+			want: []afloat.Chunk{{Delta: "a", Usage: &afloat.Usage{InputTokens: 3, OutputTokens: 1}}, {FinishReason: "stop"}}},
 		{name: "usage on its own", body: stop + `data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}` + "\n\n" + done,
 			want: []afloat.Chunk{{FinishReason: "stop"}, {Usage: &afloat.Usage{InputTokens: 3, OutputTokens: 4}}}},
 	}
@@ -203,5 +235,22 @@ func TestStreamCloseAbortsRecv(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not abort a blocked Recv")
+	}
+}
+
+// TestStreamEndsAtUsageWhenHeldOpen: a server that sends the finish and the usage, then
+// holds the body open without [DONE], does not hold the answer: it ends at the usage.
+func TestStreamEndsAtUsageWhenHeldOpen(t *testing.T) {
+	srv := hangingServer(t, `data: {"choices":[{"index":0,"delta":{"content":"a"}}]}`+"\n\n"+
+		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\n"+
+		`data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}`+"\n\n")
+	s, err := newClient(t, srv.URL, nil).Stream(t.Context(), hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	chunks, err := fixture.Drain(t, s) // a wait for [DONE] would hang until the test's end
+	if err != io.EOF || len(chunks) != 3 || chunks[2].Usage == nil {
+		t.Fatalf("chunks %+v, end %v; want the text, the finish and the usage, then io.EOF", chunks, err)
 	}
 }

@@ -22,6 +22,10 @@ type chatRequest struct {
 	Temperature    *float64        `json:"temperature,omitempty"`
 	Stream         bool            `json:"stream,omitempty"`
 	StreamOptions  *streamOptions  `json:"stream_options,omitempty"`
+	// ContinueFinalMessage and AddGenerationPrompt are vLLM's assistant prefill: the final
+	// assistant message is continued rather than followed by a new turn.
+	ContinueFinalMessage bool  `json:"continue_final_message,omitempty"`
+	AddGenerationPrompt  *bool `json:"add_generation_prompt,omitempty"`
 }
 
 type streamOptions struct {
@@ -137,6 +141,19 @@ func encodeFor(req *afloat.Request, model string, stream bool, dialect string) (
 		w.Stream = true
 		w.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
+	if req.Continue {
+		if err := httpx.CheckContinue(req.Messages); err != nil {
+			return nil, err
+		}
+		switch dialect {
+		case DialectVLLM:
+			w.ContinueFinalMessage, w.AddGenerationPrompt = true, new(bool)
+		case DialectLlamaCpp:
+			// llama-server continues a final assistant message as it is.
+		default:
+			return nil, fmt.Errorf("continue: dialect %q cannot continue an answer", dialect)
+		}
+	}
 	for _, m := range req.Messages {
 		wm := message{Role: m.Role, ToolCallID: m.ToolCallID}
 		if m.Content != "" || len(m.ToolCalls) == 0 {
@@ -188,9 +205,17 @@ func encodeFor(req *afloat.Request, model string, stream bool, dialect string) (
 		case "":
 		case "text", "json_object":
 			w.ResponseFormat = &responseFormat{Type: rf.Type}
+			if req.Continue {
+				// A grammar constrains what is generated as a whole document: the rest of a
+				// started one would not fit it. The contract check reads the joined answer.
+				w.ResponseFormat = nil
+			}
 		case "json_schema":
 			if len(bytes.TrimSpace(rf.Schema)) == 0 {
 				return nil, errors.New("json_schema response format has no schema")
+			}
+			if req.Continue {
+				break // as for json_object above
 			}
 			if dialect == DialectLlamaCpp {
 				// Every llama-server reads a json_object's schema; older builds and forks

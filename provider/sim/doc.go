@@ -6,7 +6,9 @@
 // time makes it go down, hang, slow down or answer prose instead of JSON, so the cascade's
 // fallbacks can be exercised without a real provider or a key. Every random choice comes from
 // one seeded source and every wait from an injectable clock, so the same seed and the same
-// sequence of calls give the same answers and latencies, and tests run on a fake clock.
+// sequence of calls give the same answers and latencies, and tests run on a fake clock. It
+// continues a cut answer (afloat.Request's Continue: a partial JSON document is completed
+// into a valid one), and its Probe answers at once as the fault in force says.
 //
 //	p, err := sim.New(sim.Config{Name: "sim-primary", P50: 300 * time.Millisecond, P95: 700 * time.Millisecond, ErrorRate: 0.01})
 //	if err != nil { ... }

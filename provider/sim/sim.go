@@ -35,9 +35,11 @@ type Config struct {
 	Clock clockwork.Clock
 }
 
-// Provider is a simulated model endpoint; it implements afloat.Provider and afloat.Streamer.
-// It is safe for concurrent use. Concurrent calls take their turns at the random source in
-// the order they start, so only a sequence of calls is reproducible, not a race of them.
+// Provider is a simulated model endpoint; it implements afloat.Provider, afloat.Streamer and
+// afloat.Prober. It is safe for concurrent use. Concurrent calls take their turns at the
+// random source in the order they start, so only a sequence of calls is reproducible, not a
+// race of them. Probes draw from a source of their own, so that they never change the calls'
+// sequence.
 type Provider struct {
 	name        string
 	latency     lognormal
@@ -45,16 +47,19 @@ type Provider struct {
 	errorStatus int
 	clock       clockwork.Clock
 	calls       atomic.Int64
+	probes      atomic.Int64
 	schemas     schemaCache
 
-	mu    sync.Mutex // guards rng and fault
-	rng   *rand.Rand
-	fault Fault
+	mu       sync.Mutex // guards rng, probeRNG and fault
+	rng      *rand.Rand
+	probeRNG *rand.Rand
+	fault    Fault
 }
 
 var (
 	_ afloat.Provider = (*Provider)(nil)
 	_ afloat.Streamer = (*Provider)(nil)
+	_ afloat.Prober   = (*Provider)(nil)
 )
 
 // New returns a simulated provider, or an error when cfg holds an invalid value.
@@ -90,6 +95,7 @@ func New(cfg Config) (*Provider, error) {
 		seed = 1
 	}
 	p.rng = rand.New(rand.NewPCG(seed, seed))
+	p.probeRNG = rand.New(rand.NewPCG(seed, ^seed))
 	return p, nil
 }
 
@@ -109,10 +115,45 @@ func (p *Provider) Fault() Fault {
 	return p.fault
 }
 
-// Calls returns how many calls the provider has received, failed ones included.
+// Calls returns how many calls the provider has received, failed ones included; probes are
+// not calls.
 func (p *Provider) Calls() int64 { return p.calls.Load() }
 
+// Probes returns how many probes the provider has received.
+func (p *Provider) Probes() int64 { return p.probes.Load() }
+
+// Probe answers as a models list would: at once, whatever the latency, and with nil unless
+// the fault in force or the error rate says otherwise. Under ModeUnavailable it fails with
+// the fault's status, under ModeTimeout it hangs until ctx ends, and a share ErrorRate of
+// probes fails with ErrorStatus; ModeSlow and ModeMalformed slow or spoil answers, not the
+// list, so their probes pass. Failures are classified as Complete's.
+func (p *Provider) Probe(ctx context.Context) error {
+	p.probes.Add(1)
+	p.mu.Lock()
+	f := p.fault
+	fail := p.probeRNG.Float64() < p.errorRate
+	p.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return p.timeout(err)
+	}
+	if err := f.Validate(); err != nil {
+		return &afloat.ProviderError{Provider: p.name, Kind: afloat.Unavailable, Err: fmt.Errorf("invalid fault: %w", err)}
+	}
+	switch {
+	case f.Mode == ModeTimeout:
+		return p.hang(ctx)
+	case f.Mode == ModeUnavailable:
+		return p.fail(ctx, 0, f.status())
+	case fail:
+		return p.fail(ctx, 0, p.errorStatus)
+	}
+	return nil
+}
+
 // Complete answers req after a drawn latency, or fails as the fault or the error rate says.
+// With req.Continue the answer is only what the provider adds to the partial answer in the
+// last (assistant) message: a partial JSON document completed into a valid one, or a
+// closing clause for a text; a last message that is not an assistant's text is Contract.
 //
 // A failure is a *afloat.ProviderError wrapping ErrSimulated, classified by its status. A call
 // whose ctx ends first fails with kind Unavailable and Timeout set, wrapping ctx.Err(). A
@@ -144,7 +185,13 @@ func (p *Provider) Complete(ctx context.Context, req *afloat.Request) (*afloat.R
 	if pl.fault.Mode == ModeMalformed {
 		return malformed(req, r), nil
 	}
-	resp, err := answer(req, r, &p.schemas)
+	var resp *afloat.Response
+	var err error
+	if req.Continue {
+		resp, err = continueAnswer(req, r)
+	} else {
+		resp, err = answer(req, r, &p.schemas)
+	}
 	if err != nil {
 		return nil, &afloat.ProviderError{Provider: p.name, Status: 400, Kind: afloat.Contract, Err: err}
 	}

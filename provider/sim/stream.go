@@ -11,8 +11,8 @@ import (
 const streamChunks = 4
 
 // Stream answers req as Complete does, with the same latency, faults and answer, and returns
-// the answer cut into a few chunks; the last carries the finish reason, the tool calls and
-// the usage. Errors follow Complete's contract; Recv never fails.
+// the answer cut into a few chunks, each naming the model; the last carries the finish
+// reason, the tool calls and the usage. Errors follow Complete's contract; Recv never fails.
 func (p *Provider) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream, error) {
 	resp, err := p.Complete(ctx, req)
 	if err != nil {
@@ -27,6 +27,7 @@ func split(resp *afloat.Response) []afloat.Chunk {
 	chunks := make([]afloat.Chunk, n)
 	for i := range chunks {
 		chunks[i].Delta = string(text[i*len(text)/n : (i+1)*len(text)/n])
+		chunks[i].Model = resp.Model
 	}
 	u := resp.Usage
 	last := &chunks[n-1]

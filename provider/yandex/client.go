@@ -99,10 +99,16 @@ func New(cfg Config) (*Client, error) {
 // Name returns the provider's name as it appears in errors.
 func (c *Client) Name() string { return c.name }
 
+// Continuation returns "none", for the config layer: Foundation Models document no assistant
+// prefill, so a request with Continue fails as Contract without being sent. (There is no
+// Probe either: the API has no call that bills nothing.)
+func (c *Client) Continuation() string { return httpx.ContinueNone }
+
 // Complete sends req and returns the answer. Failures are *afloat.ProviderError: a transport
 // failure or a cut context is Unavailable (with Timeout when time ran out), an HTTP error is
-// classified by status, a 200 without alternatives is Unavailable, and tool arguments that
-// are not a JSON object are Contract.
+// classified by status, a 200 without alternatives is Unavailable, an alternative of status
+// ALTERNATIVE_STATUS_CONTENT_FILTER is Refused (its text, Yandex's own account of the
+// refusal, is the cause), and tool arguments that are not a JSON object are Contract.
 func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Response, error) {
 	payload, model, err := c.encode(req, false)
 	if err != nil {
@@ -120,6 +126,9 @@ func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Res
 	if err != nil {
 		return nil, httpx.DecodeError(c.name, resp.StatusCode, err)
 	}
+	if out.FinishReason == finishReason(statusContentFilter) {
+		return nil, c.refusal(resp.StatusCode, out.Content)
+	}
 	return out, nil
 }
 
@@ -127,6 +136,9 @@ func (c *Client) Complete(ctx context.Context, req *afloat.Request) (*afloat.Res
 func (c *Client) encode(req *afloat.Request, stream bool) ([]byte, string, error) {
 	if req == nil {
 		return nil, "", httpx.ContractError(c.name, errors.New("nil request"))
+	}
+	if req.Continue {
+		return nil, "", httpx.NoContinuation(c.name)
 	}
 	model := req.Model
 	if model == "" {

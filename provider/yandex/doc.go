@@ -9,7 +9,10 @@
 // strings; tool calls get synthetic ids (Yandex has none) and their results go back by
 // function name. A stream is Yandex's JSON lines, each holding the whole text so far: they
 // are turned into deltas. Failures are *afloat.ProviderError classified by HTTP status (and
-// for a 429 the period of the quota it names), never by message text.
+// for a 429 the period of the quota it names), never by message text; an alternative of
+// status ALTERNATIVE_STATUS_CONTENT_FILTER is Refused, with Yandex's text as the reason.
+// There is no assistant prefill (Client.Continuation is "none": a request with Continue is
+// refused unsent) and no probe: the API has no call that bills nothing.
 //
 // For Yandex's OpenAI-compatible endpoint use provider/openai with Dialect "yandex".
 //

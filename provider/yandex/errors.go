@@ -102,3 +102,9 @@ func (c *Client) statusError(status int, h http.Header, body []byte) *afloat.Pro
 // quote prepares a provider's text for an error, without the key or token. Yandex quotes a
 // bad key back ("Unknown api key '…'").
 func (c *Client) quote(s string) string { return httpx.Quote(s, maxQuote, c.secret) }
+
+// refusal is the Refused error of an alternative the content filter stopped. Yandex replaces
+// the answer's text with its own account of the refusal, which is kept as the cause.
+func (c *Client) refusal(status int, text string) *afloat.ProviderError {
+	return httpx.RefusedError(c.name, status, statusContentFilter, c.quote(text))
+}

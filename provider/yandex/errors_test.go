@@ -26,10 +26,10 @@ func TestErrorClasses(t *testing.T) {
 		{"err_429_sessions.http", 429, afloat.Throttled, "ai.textGenerationCompletionSessionsCount.count", 0, false, "quota limit exceed"},
 		{"err_429_rate.http", 429, afloat.Throttled, "ai.textGenerationCompletionRequestsPerSecond.rate", 2 * time.Second, true, "quota limit exceed"},
 		{"err_429_monthly.http", 429, afloat.Unusable, "ai.textGenerationTokensPerMonth.month", 0, false, "quota limit exceed"},
-		{"err_500_internal.http", 500, afloat.Unavailable, "INTERNAL", 0, false, "Fatal internal error"},
+		{"err_500_internal.http", 500, afloat.Unavailable, "INTERNAL", 0, true, "Fatal internal error"},
 		{"err_502_html.http", 502, afloat.Unavailable, "", 0, true, "unexpected body: <html>"},
 		{"err_503_unavailable.http", 503, afloat.Unavailable, "UNAVAILABLE", 0, true, "upstream connect error"},
-		{"err_504_deadline.http", 504, afloat.Unavailable, "DEADLINE_EXCEEDED", 0, false, "Deadline exceeded"},
+		{"err_504_deadline.http", 504, afloat.Unavailable, "DEADLINE_EXCEEDED", 0, true, "Deadline exceeded"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {

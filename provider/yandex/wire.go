@@ -254,6 +254,9 @@ func encodeMessages(in []afloat.Message) ([]message, error) {
 const (
 	statusPartial = "ALTERNATIVE_STATUS_PARTIAL"
 	statusNone    = "ALTERNATIVE_STATUS_UNSPECIFIED"
+	// statusContentFilter: the content filter stopped the answer
+	// (shared/reference/providers.md §2); Complete and Stream return it as Refused.
+	statusContentFilter = "ALTERNATIVE_STATUS_CONTENT_FILTER"
 )
 
 // finishReason maps an alternative's status to OpenAI's vocabulary; "" for a partial one.
@@ -265,7 +268,7 @@ func finishReason(status string) string {
 		return "stop"
 	case "ALTERNATIVE_STATUS_TRUNCATED_FINAL":
 		return "length"
-	case "ALTERNATIVE_STATUS_CONTENT_FILTER":
+	case statusContentFilter:
 		return "content_filter"
 	case "ALTERNATIVE_STATUS_TOOL_CALLS":
 		return "tool_calls"
