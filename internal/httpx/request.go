@@ -77,6 +77,16 @@ func ReadProbe(provider string, resp *http.Response) error {
 	return nil
 }
 
+// Send makes hreq on client and returns the response when its status is 2xx; a transport
+// failure is TransportError's, any other status statusError's (see CheckStatus).
+func Send(client *http.Client, provider string, hreq *http.Request, statusError func(status int, h http.Header, body []byte) *afloat.ProviderError) (*http.Response, error) {
+	resp, err := client.Do(hreq)
+	if err != nil {
+		return nil, TransportError(provider, err)
+	}
+	return CheckStatus(resp, statusError)
+}
+
 // CheckStatus returns resp when its status is 2xx, for the caller to read and close. Any
 // other response is drained of its head (at most MaxErrorBody bytes), closed, and returned
 // as the error statusError makes of its status, headers and head.

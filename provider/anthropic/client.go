@@ -165,11 +165,8 @@ func (c *Client) Probe(ctx context.Context) error {
 		return httpx.ContractError(c.name, err)
 	}
 	c.authorize(hreq)
-	resp, err := c.http.Do(hreq)
+	resp, err := httpx.Send(c.http, c.name, hreq, c.statusError)
 	if err != nil {
-		return httpx.TransportError(c.name, err)
-	}
-	if resp, err = httpx.CheckStatus(resp, c.statusError); err != nil {
 		return err
 	}
 	return httpx.ReadProbe(c.name, resp)
@@ -195,11 +192,7 @@ func (c *Client) send(ctx context.Context, payload []byte, stream bool) (*http.R
 		return nil, httpx.ContractError(c.name, err)
 	}
 	c.authorize(hreq)
-	resp, err := c.http.Do(hreq)
-	if err != nil {
-		return nil, httpx.TransportError(c.name, err)
-	}
-	return httpx.CheckStatus(resp, c.statusError)
+	return httpx.Send(c.http, c.name, hreq, c.statusError)
 }
 
 // authorize sets the key, the version and the configured headers on a request.

@@ -150,11 +150,8 @@ func (c *Client) Probe(ctx context.Context) error {
 		return httpx.ContractError(c.name, err)
 	}
 	c.authorize(hreq)
-	resp, err := c.http.Do(hreq)
+	resp, err := httpx.Send(c.http, c.name, hreq, c.statusError)
 	if err != nil {
-		return httpx.TransportError(c.name, err)
-	}
-	if resp, err = httpx.CheckStatus(resp, c.statusError); err != nil {
 		return err
 	}
 	return httpx.ReadProbe(c.name, resp)
@@ -178,11 +175,7 @@ func (c *Client) send(ctx context.Context, req *afloat.Request, stream bool) (*h
 		return nil, httpx.ContractError(c.name, err)
 	}
 	c.authorize(hreq)
-	resp, err := c.http.Do(hreq)
-	if err != nil {
-		return nil, httpx.TransportError(c.name, err)
-	}
-	return httpx.CheckStatus(resp, c.statusError)
+	return httpx.Send(c.http, c.name, hreq, c.statusError)
 }
 
 // authorize sets the key and the configured headers on a request.

@@ -163,9 +163,5 @@ func (c *Client) send(ctx context.Context, payload []byte) (*http.Response, erro
 	if c.folderID != "" {
 		hreq.Header.Set("X-Folder-Id", c.folderID)
 	}
-	resp, err := c.http.Do(hreq)
-	if err != nil {
-		return nil, httpx.TransportError(c.name, err)
-	}
-	return httpx.CheckStatus(resp, c.statusError)
+	return httpx.Send(c.http, c.name, hreq, c.statusError)
 }
