@@ -745,3 +745,58 @@ func TestFirstTokenTimeoutApartFromStreamIdle(t *testing.T) {
 		}
 	})
 }
+
+// TestRescueLimits: a refusal mid-stream is never continued (that would finish what the
+// provider's policy stopped); an answer that had finished is whole even when its stream then
+// breaks; a continuation cut in turn, with nothing below to continue it, ends with a
+// StreamError that names the tier whose chunks the client read last.
+func TestRescueLimits(t *testing.T) {
+	continuing := func(t *testing.T, first afloat.Provider, cont *streamer) (*Engine, *Route) {
+		e, r := newRoute(t, nil, nil, nil, first, cont)
+		e.upstreams["p1"].continues = true
+		return e, r
+	}
+	t.Run("refusal", func(t *testing.T) {
+		refused := &streamer{recv: func(_ context.Context, n int) (afloat.Chunk, error) {
+			if n == 0 {
+				return afloat.Chunk{Delta: "Step 1: "}, nil
+			}
+			return afloat.Chunk{}, &afloat.ProviderError{Provider: "p0", Status: 200, Kind: afloat.Refused, Code: "content_filter"}
+		}}
+		cont := &streamer{recv: words("do the forbidden thing")}
+		_, r := continuing(t, refused, cont)
+		var c collector
+		_, err := r.Stream(context.Background(), hi, c.emit)
+		if !errors.As(err, new(*StreamError)) || cont.calls.Load() != 0 || c.text.String() != "Step 1: " {
+			t.Fatalf("err %v, client read %q, continuations %d; want the refusal to end the stream", err, c.text.String(), cont.calls.Load())
+		}
+	})
+	t.Run("finished, then reset", func(t *testing.T) {
+		done := &streamer{recv: func(_ context.Context, n int) (afloat.Chunk, error) {
+			switch n {
+			case 0:
+				return afloat.Chunk{Delta: "Hi"}, nil
+			case 1:
+				return afloat.Chunk{FinishReason: "stop"}, nil
+			}
+			return afloat.Chunk{}, &afloat.ProviderError{Provider: "p0", Kind: afloat.Unavailable, Err: syscall.ECONNRESET}
+		}}
+		cont := &streamer{recv: words(" there")}
+		_, r := continuing(t, done, cont)
+		var c collector
+		rep, err := r.Stream(context.Background(), hi, c.emit)
+		if err != nil || c.text.String() != "Hi" || cont.calls.Load() != 0 || rep.Provider != "p0" {
+			t.Fatalf("err %v, client read %q, continuations %d", err, c.text.String(), cont.calls.Load())
+		}
+	})
+	t.Run("continuation cut too", func(t *testing.T) {
+		cont := &streamer{recv: cutAfter(" wor")}
+		_, r := continuing(t, &streamer{recv: cutAfter("Hel", "lo")}, cont)
+		var c collector
+		rep, err := r.Stream(context.Background(), hi, c.emit)
+		var se *StreamError
+		if !errors.As(err, &se) || se.Provider != "p1" || rep.Provider != "p1" || rep.Response.Content != "Hello wor" {
+			t.Fatalf("err %v, reply from %s with %q; want a StreamError of p1 over \"Hello wor\"", err, rep.Provider, rep.Response.Content)
+		}
+	})
+}

@@ -202,7 +202,16 @@ func (p *prober) probe(ctx context.Context) {
 		permit.Cancel(context.WithoutCancel(ctx))
 		return
 	}
-	permit.Done(ctx, err)
+	if err == nil && p.mode == ProbeModels {
+		// The models list answering proves the provider is up, not that it answers chats:
+		// a hung GPU behind a live front end still lists its models. Leave the breaker
+		// half-open, so that the next call decides (a failure then reopens it with a grown
+		// period), rather than close it and let five calls fail before it opens again.
+		permit.Cancel(ctx)
+		p.recheck(ctx)
+	} else {
+		permit.Done(ctx, err)
+	}
 	attrs := []any{"provider", p.name, "mode", string(p.mode), "ok", err == nil, "latency", p.clock.Since(began)}
 	if err != nil {
 		attrs = append(attrs, "err", err.Error())

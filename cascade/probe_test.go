@@ -200,10 +200,11 @@ func equalDurations(a, b []time.Duration) bool {
 	return true
 }
 
-// TestBackgroundProbeClosesWithoutUserRequest: an open breaker of a provider probed by
-// models is probed once its open period ends, and a good probe closes it, with no user
-// request made.
-func TestBackgroundProbeClosesWithoutUserRequest(t *testing.T) {
+// TestGoodModelsProbeLetsTheNextCallDecide: an open breaker of a provider probed by models is
+// probed once its open period ends, with no user request made. A models list that answers
+// proves the provider up, not that it answers chats, so the breaker is left half-open and the
+// next call decides: it answers, and the breaker closes.
+func TestGoodModelsProbeLetsTheNextCallDecide(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ok := func(context.Context, int) error { return nil }
 		pf := newProbeFixture(t, ProbeModels, []func(context.Context, int) error{ok}, nil, answer(validAnswer))
@@ -217,11 +218,15 @@ func TestBackgroundProbeClosesWithoutUserRequest(t *testing.T) {
 		if got, want := p0.probes(pf.t0), durations(10); !equalDurations(got, want) {
 			t.Fatalf("probes at %v, want %v", got, want)
 		}
-		if st := pf.state("p0"); st != breaker.StateClosed {
-			t.Fatalf("after a good probe the breaker is %v, want closed", st)
+		if st := pf.state("p0"); st != breaker.StateHalfOpen {
+			t.Fatalf("after a good models probe the breaker is %v, want half-open", st)
 		}
 		if n := p0.calls.Load(); n != 0 {
 			t.Errorf("%d calls to Complete, want none: the probe is the models list", n)
+		}
+		res, err := pf.task(t, nil).RunJSON(context.Background(), ticket)
+		if err != nil || res.Provider != "p0" || pf.state("p0") != breaker.StateClosed {
+			t.Fatalf("the next call: %+v %v, breaker %v; want p0's answer and closed", res, err, pf.state("p0"))
 		}
 		if pf.timers() {
 			t.Error("a timer is still armed after the breaker closed")
@@ -233,7 +238,8 @@ func TestBackgroundProbeClosesWithoutUserRequest(t *testing.T) {
 }
 
 // TestBackgroundProbeFailureReopens: a failed probe reopens the breaker for the grown period
-// (15s, then 22.5s), and the next probe comes when that ends.
+// (15s, then 22.5s), and the next probe comes when that ends; the good one at +47.5s leaves it
+// half-open for the next call.
 func TestBackgroundProbeFailureReopens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		failTwice := func(_ context.Context, n int) error {
@@ -259,9 +265,8 @@ func TestBackgroundProbeFailureReopens(t *testing.T) {
 		if got, want := p0.probes(pf.t0), durations(10, 25, 47.5); !equalDurations(got, want) {
 			t.Errorf("probes at %v, want %v", got, want)
 		}
-		closed, ok := pf.events["p0"].first(breaker.StateClosed)
-		if !ok || closed.At != pf.t0.Add(47500*time.Millisecond) {
-			t.Errorf("closing %+v (found %v), want at +47.5s", closed, ok)
+		if st := pf.state("p0"); st != breaker.StateHalfOpen {
+			t.Errorf("after the good probe at +47.5s the breaker is %v, want half-open", st)
 		}
 		if n := p0.calls.Load(); n != 0 {
 			t.Errorf("%d calls to Complete, want none", n)
@@ -295,7 +300,8 @@ func TestBackgroundProbeTimeout(t *testing.T) {
 }
 
 // TestBackgroundProbePanicIsAFailure: a panicking probe does not end the process (it would
-// end this test binary): it reopens the breaker like any failure, and the next probe closes it.
+// end this test binary): it reopens the breaker like any failure, and the next good probe
+// leaves it half-open.
 func TestBackgroundProbePanicIsAFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		panicsOnce := func(_ context.Context, n int) error {
@@ -312,8 +318,8 @@ func TestBackgroundProbePanicIsAFailure(t *testing.T) {
 			t.Fatalf("after the panicking probe: %+v, want open until +25s", snap)
 		}
 		pf.walkTo(25 * time.Second)
-		if st := pf.state("p0"); st != breaker.StateClosed {
-			t.Errorf("after the next probe the breaker is %v, want closed", st)
+		if st := pf.state("p0"); st != breaker.StateHalfOpen {
+			t.Errorf("after the next probe the breaker is %v, want half-open", st)
 		}
 		if logs := pf.logs.String(); !strings.Contains(logs, "probe panicked: adapter bug") {
 			t.Errorf("the panic was not logged as the probe's failure:\n%s", logs)
@@ -404,8 +410,8 @@ func TestBackgroundProbeLeavesAUserProbeAlone(t *testing.T) {
 					if got, want := p0.probes(pf.t0), durations(10); !equalDurations(got, want) {
 						t.Errorf("probes at %v, want %v: one Recovery after the refusal", got, want)
 					}
-					if st := pf.state("p0"); st != breaker.StateClosed {
-						t.Errorf("breaker %v, want closed", st)
+					if st := pf.state("p0"); st != breaker.StateHalfOpen {
+						t.Errorf("breaker %v, want half-open for the next call", st)
 					}
 				}
 			})
@@ -416,8 +422,8 @@ func TestBackgroundProbeLeavesAUserProbeAlone(t *testing.T) {
 // TestPrimaryBackAfterOneMinute is the fault of the brief: the primary is down for 60 s, then
 // healthy; twenty calls come over two minutes, one every 6 s, on the cascade [p0, p1]. The
 // backup answers meanwhile; the primary answers again soon after it is back; and no user
-// call is spent on the dead primary once its breaker opened: its recovery is found by
-// background probes alone.
+// call is spent on the dead primary once its breaker opened: while it is down its probes
+// fail in the background, and the first call after a good one finds it back.
 func TestPrimaryBackAfterOneMinute(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const down = 60 * time.Second
@@ -501,8 +507,8 @@ func TestPrimaryBackAfterOneMinute(t *testing.T) {
 		if want := durations(34, 49, 71.5); !equalDurations(probes, want) {
 			t.Errorf("background probes at %v, want %v (opened at +24s: 10s, 15s, 22.5s)", probes, want)
 		}
-		if closed.At != pf.t0.Add(71500*time.Millisecond) {
-			t.Errorf("closed at +%v by the background probe, want +71.5s", closed.At.Sub(pf.t0))
+		if closed.At != pf.t0.Add(72*time.Second) {
+			t.Errorf("closed at +%v, want +72s: by the first call after the good probe at +71.5s", closed.At.Sub(pf.t0))
 		}
 	})
 }

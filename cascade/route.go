@@ -1,6 +1,7 @@
 package cascade
 
 import (
+	"cmp"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -563,7 +564,7 @@ func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 		}
 		resp := rep.Response
 		u := rep.Usage
-		if err := emit(rep.Provider, rep.Tier, afloat.Chunk{Delta: resp.Content, ToolCalls: resp.ToolCalls, FinishReason: resp.FinishReason, Usage: &u}); err != nil {
+		if err := emit(rep.Provider, rep.Tier, afloat.Chunk{Delta: resp.Content, ToolCalls: resp.ToolCalls, FinishReason: resp.FinishReason, Usage: &u, Model: resp.Model}); err != nil {
 			return rep, err
 		}
 		return rep, nil
@@ -599,15 +600,20 @@ func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 			return false, gone.err
 		}
 		// Cut after the first chunk: the client got part of an answer. A tier below that can
-		// continue from it may still finish the answer; no other may.
-		if rescued, cont := r.rescue(ctx, &log, in, below, out, emit); cont != nil {
-			out, by = rescued, cont
-			if out.outcome == afloat.OutcomeOK {
-				return true, nil
-			}
-			return false, errors.Unwrap(out.err) // the client left during the continuation
+		// continue from it may still finish the answer; no other may. A refusal mid-stream
+		// is never continued: that would finish what the provider's policy stopped.
+		if out.outcome == afloat.OutcomeRefused || ctx.Err() != nil {
+			return false, &StreamError{Provider: tr.up.name, Err: out.err}
 		}
-		return false, &StreamError{Provider: tr.up.name, Err: out.err}
+		rescued, last, done := r.rescue(ctx, &log, in, below, out, emit)
+		out, by = rescued, cmp.Or(last, tr)
+		switch {
+		case done:
+			return true, nil
+		case errors.As(out.err, &gone):
+			return false, gone.err // the client left during the continuation
+		}
+		return false, &StreamError{Provider: by.up.name, Err: out.err}
 	})
 	var refused *RefusalError
 	switch {
@@ -630,15 +636,19 @@ func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 // continue the text the client has; the continuation streams on to the client, so that it
 // reads one coherent answer. A tier that cannot continue is not asked: its refusal of a
 // prefill would only hide the real failure. A continuation cut in turn is continued further
-// down. It returns the rescued attempt (its response holds the whole answer) and the tier that
-// finished it (or that was streaming when the client left: its error is then a *clientGone),
-// or nil when no tier could: the stream then ends with the clear error.
-func (r *Route) rescue(ctx context.Context, log *callLog, in *afloat.Request, below []tier, cut settled, emit EmitFunc) (settled, *tier) {
+// down. It returns the last attempt that reached the client (its response holds the whole
+// text the client has), the tier that made it (nil when none continued), and whether the
+// answer was finished.
+func (r *Route) rescue(ctx context.Context, log *callLog, in *afloat.Request, below []tier, cut settled, emit EmitFunc) (settled, *tier, bool) {
 	partial := cut.resp.Content
 	if partial == "" || len(cut.resp.ToolCalls) > 0 {
-		return cut, nil // only text can be continued
+		return cut, nil, false // only text can be continued
 	}
+	var last *tier
 	for j := range below {
+		if ctx.Err() != nil {
+			break
+		}
 		tr := &below[j]
 		if !tr.up.continues {
 			continue
@@ -650,25 +660,15 @@ func (r *Route) rescue(ctx context.Context, log *callLog, in *afloat.Request, be
 		req.Messages = append(slices.Clip(req.Messages), afloat.Message{Role: afloat.RoleAssistant, Content: partial})
 		req.Continue = true
 		out := r.e.call(ctx, log, spec{tr: tr, req: req, below: below[j+1:], budget: r.budget, emit: emit}, nil)
-		if out.resp != nil {
-			partial += out.resp.Content
+		if !out.emitted {
+			continue // it added nothing: the next one may
 		}
-		switch {
-		case out.outcome == afloat.OutcomeOK:
-			out.resp.Content = partial
-			return out, tr
-		case out.emitted:
-			if _, gone := out.err.(*clientGone); gone {
-				return out, tr
-			}
-			cut = out // cut again: continue what the client has now
-		}
-		if ctx.Err() != nil {
+		partial += out.resp.Content
+		out.resp.Content = partial
+		cut, last = out, tr
+		if _, gone := out.err.(*clientGone); out.outcome == afloat.OutcomeOK || gone || out.outcome == afloat.OutcomeRefused {
 			break
 		}
 	}
-	if cut.resp != nil {
-		cut.resp.Content = partial
-	}
-	return cut, nil
+	return cut, last, last != nil && cut.outcome == afloat.OutcomeOK
 }

@@ -49,8 +49,9 @@ func (a *attempt) stream(ctx context.Context) (*afloat.Response, bool, error) {
 	emitted := false
 	for {
 		c, err := s.Recv()
-		if err != nil && resp.FinishReason != "" && a.fired.Load() {
-			// The answer had finished and the end marker never came: it is whole.
+		if err != nil && resp.FinishReason != "" {
+			// The answer had finished: whatever ended the stream after it (no end marker
+			// within the grace, a reset, the budget), the answer is whole.
 			break
 		}
 		if !a.timer.Stop() && err == nil {

@@ -256,17 +256,17 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 }
 
 // capabilities resolves a provider's continuation and background probe: the file's, or the
-// adapter's own (see Provider.Continuation and Provider.Probe). A probe by models list of an
-// adapter that has none is an error.
+// adapter's own (see Provider.Continuation and Provider.Probe). A prefill continuation or a
+// models probe that the adapter cannot do is an error.
 func (b *builder) capabilities(path string, p *Provider, adapter afloat.Provider) (cascade.Continuation, cascade.ProbeMode) {
 	cont := cascade.ContinueNone
-	switch p.Continuation {
-	case "prefill":
+	c, ok := adapter.(interface{ Continuation() string })
+	can := ok && c.Continuation() == "prefill"
+	switch {
+	case p.Continuation == "prefill" && !can && !b.f.invalid[path]:
+		b.errorf(path+".continuation", "provider type %s (dialect %q) cannot continue from an assistant prefill: it would refuse every continuation", p.Type, p.Dialect)
+	case p.Continuation == "prefill", p.Continuation == "" && can:
 		cont = cascade.ContinuePrefill
-	case "":
-		if c, ok := adapter.(interface{ Continuation() string }); ok && c.Continuation() == "prefill" {
-			cont = cascade.ContinuePrefill
-		}
 	}
 	_, prober := adapter.(afloat.Prober)
 	probe := cascade.ProbeMode(p.Probe)

@@ -37,6 +37,7 @@ func TestCapabilities(t *testing.T) {
 		{"narrowed", Provider{Continuation: "restart", Probe: "off"}, capable{}, cascade.ContinueNone, cascade.ProbeOff, ""},
 		{"completion probe needs no models list", Provider{Probe: "completion"}, plain{}, cascade.ContinueNone, cascade.ProbeCompletion, ""},
 		{"models probe without a models list", Provider{Type: TypeYandex, Probe: "models"}, plain{}, cascade.ContinueNone, cascade.ProbeOff, "providers.p.probe"},
+		{"prefill the adapter cannot do", Provider{Type: TypeOpenAI, Continuation: "prefill"}, plain{}, cascade.ContinueNone, cascade.ProbeOff, "providers.p.continuation"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -532,6 +532,12 @@ func (g *Gateway) chatStream(w http.ResponseWriter, r *http.Request, cr *chatReq
 	switch {
 	case r.Context().Err() != nil:
 		return // the client left; nobody reads the rest
+	case errors.As(err, &se) && afloat.KindOf(se.Err) == afloat.Refused:
+		// The provider stopped its own answer under its content policy: not continued, and
+		// said as such.
+		_ = write(map[string]apiError{"error": {Code: "content_filter", Type: "afloat_stream_error",
+			Message: "the provider stopped the answer under its content policy; the answer is incomplete"}})
+		return
 	case errors.As(err, &se):
 		g.log.Warn("stream cut after its first chunk", "route", cr.Model, "provider", se.Provider, "err", se.Err)
 		_ = write(map[string]apiError{"error": {Code: "stream_interrupted", Type: "afloat_stream_error",
