@@ -589,3 +589,32 @@ func TestProbeOffDoesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveModelsListDeadChat: the models list answers while every chat fails (a hung GPU
+// behind a live front end). The good probes must not close the breaker for five user calls to
+// fail each time: the next call decides, and its failure grows the open period. A call every
+// 500 ms for two minutes reaches the dead primary a handful of times, as with no probe at all
+// (before, 50 calls did).
+func TestLiveModelsListDeadChat(t *testing.T) {
+	for _, mode := range []ProbeMode{ProbeOff, ProbeModels} {
+		t.Run(string(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				up := func(context.Context, int) error { return nil }
+				pf := newProbeFixture(t, mode, []func(context.Context, int) error{up}, nil,
+					failWith(503, afloat.Unavailable), answer(validAnswer))
+				task := pf.task(t, nil)
+				for range 240 {
+					if _, err := task.RunJSON(context.Background(), ticket); err != nil {
+						t.Fatal(err)
+					}
+					pf.advance(500 * time.Millisecond)
+				}
+				n := pf.fakes["p0"].calls.Load()
+				t.Logf("probe %s: %d calls reached the dead primary in two minutes", mode, n)
+				if n > 12 {
+					t.Errorf("%d calls reached the dead primary, want at most 12", n)
+				}
+			})
+		})
+	}
+}
