@@ -108,6 +108,16 @@ func ParseRefusalPolicy(s string) (RefusalPolicy, error) {
 	return "", fmt.Errorf("unknown on_refusal %q (want stop or next_tier)", s)
 }
 
+// refused reports whether err is a *RefusalError (kept apart so that the happy path, whose err
+// is nil, allocates no target for errors.As).
+func refused(err error) bool {
+	if err == nil {
+		return false
+	}
+	var re *RefusalError
+	return errors.As(err, &re)
+}
+
 // refusal returns the *RefusalError of a refused attempt, or nil when out is no refusal or the
 // policy asks the next tier.
 func refusal(policy RefusalPolicy, tr *tier, out settled) error {
@@ -411,9 +421,8 @@ func (r *Route) Complete(ctx context.Context, in *afloat.Request) (*Reply, error
 		resp, err = r.ask(ctx, tr, in, below, contract, tools, &log)
 		return resp != nil, err
 	})
-	var refused *RefusalError
 	switch {
-	case errors.As(err, &refused):
+	case refused(err):
 		rep, _ := r.exhausted(&log, start)
 		return rep, err
 	case err != nil:
@@ -615,9 +624,8 @@ func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 		}
 		return false, &StreamError{Provider: by.up.name, Err: out.err}
 	})
-	var refused *RefusalError
 	switch {
-	case errors.As(err, &refused):
+	case refused(err):
 		rep, _ := r.exhausted(&log, start)
 		return rep, err
 	case tr == nil && err != nil:

@@ -3,7 +3,6 @@ package cascade
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -46,9 +45,8 @@ func (t *Task) RunJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 		val = v
 		return ok, err
 	})
-	var refused *RefusalError
 	switch {
-	case errors.As(err, &refused):
+	case refused(err):
 		return t.exhausted(ctx, in, &log, start) // the policy answers what the provider refused
 	case err != nil:
 		return res, err
