@@ -18,6 +18,12 @@ import (
 // by then has failed.
 const maxProbeTimeout = 10 * time.Second
 
+// maxProbeGap is the longest an open breaker goes without a background probe. Its open period
+// grows with each failed probe up to max_recovery (5m), which after a long outage would leave a
+// recovered provider unused for minutes; a background probe costs no user request, so one is
+// made at least this often, and a good one ends the open period early.
+const maxProbeGap = 30 * time.Second
+
 // probeRequest returns the fixed request of ProbeCompletion: one short user message, and an
 // answer of one token, so that the probe costs next to nothing.
 func probeRequest() *afloat.Request {
@@ -109,12 +115,21 @@ func (p *prober) notify(ev breaker.Event) {
 	}
 	switch ev.To {
 	case breaker.StateOpen:
-		p.arm(ev.Until)
+		p.arm(p.next(ev.Until))
 	case breaker.StateClosed:
 		p.mu.Lock()
 		p.disarm()
 		p.mu.Unlock()
 	}
+}
+
+// next is when to probe an open breaker whose period ends at until: then, or after
+// maxProbeGap when that comes first.
+func (p *prober) next(until time.Time) time.Time {
+	if gap := p.clock.Now().Add(maxProbeGap); gap.Before(until) {
+		return gap
+	}
+	return until
 }
 
 // arm sets the timer for at, replacing the one set before.
@@ -186,6 +201,10 @@ func (p *prober) probeSafely(ctx context.Context) {
 // probe takes the breaker's probe permit, if it is still there to take, and settles it with
 // the outcome of the provider's probe call.
 func (p *prober) probe(ctx context.Context) {
+	if snap := p.br.Snapshot(ctx); snap.State == breaker.StateOpen {
+		p.early(ctx, snap.Until)
+		return
+	}
 	permit, err := p.br.Allow(ctx)
 	if err != nil {
 		p.recheck(ctx)
@@ -219,6 +238,33 @@ func (p *prober) probe(ctx context.Context) {
 	p.log.Info("background probe", attrs...)
 }
 
+// early probes a breaker whose open period (grown long by an outage) has not ended yet,
+// without its permit: a good probe ends the period (half-open, so that the next call decides;
+// closed after a good completion, a real answer), a failed one leaves the breaker's own
+// schedule as it is and comes back after maxProbeGap.
+func (p *prober) early(ctx context.Context, until time.Time) {
+	began := p.clock.Now()
+	err := p.run(ctx)
+	if ctx.Err() != nil {
+		return // cut by stop
+	}
+	p.log.Info("background probe", "provider", p.name, "mode", string(p.mode), "ok", err == nil, "latency", p.clock.Since(began), "early", true)
+	if err != nil {
+		p.arm(p.next(until))
+		return
+	}
+	to := breaker.StateHalfOpen
+	if p.mode == ProbeCompletion {
+		to = breaker.StateClosed
+	}
+	if ferr := p.br.Force(ctx, to); ferr != nil {
+		p.log.Warn("background probe could not end the open period", "provider", p.name, "err", ferr)
+	}
+	if to == breaker.StateHalfOpen {
+		p.recheck(ctx)
+	}
+}
+
 // run makes the probe call within the probe timeout. A panic of the adapter is its failure.
 func (p *prober) run(ctx context.Context) (err error) {
 	ctx, cancel := latency.WithBudget(ctx, p.clock, p.timeout)
@@ -239,7 +285,7 @@ func (p *prober) recheck(ctx context.Context) {
 	snap := p.br.Snapshot(ctx)
 	switch snap.State {
 	case breaker.StateOpen:
-		p.arm(snap.Until)
+		p.arm(p.next(snap.Until))
 	case breaker.StateHalfOpen:
 		p.arm(p.clock.Now().Add(snap.Recovery))
 	}

@@ -618,3 +618,50 @@ func TestLiveModelsListDeadChat(t *testing.T) {
 		})
 	}
 }
+
+// TestPrimaryBackAfterALongOutage: after nine minutes down, the open period has grown to
+// minutes (the schedule caps at 5m); a background probe still comes at least every
+// maxProbeGap, so the primary answers again within about 30 s of its recovery, not minutes
+// later (before: 3 min 30 s unused). Calls come every 6 s.
+func TestPrimaryBackAfterALongOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const down = 9 * time.Minute
+		var clock *clockwork.FakeClock
+		var back time.Time
+		dead := func() bool { return clock.Now().Before(back) }
+		primary := func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+			if dead() {
+				return nil, errDown
+			}
+			return answer(validAnswer)(ctx, req, n)
+		}
+		probe := func(context.Context, int) error {
+			if dead() {
+				return errDown
+			}
+			return nil
+		}
+		pf := newProbeFixture(t, ProbeModels, []func(context.Context, int) error{probe}, nil, primary, answer(validAnswer))
+		clock, back = pf.clock, pf.t0.Add(down)
+		task := pf.task(t, nil)
+		firstBack := time.Duration(-1)
+		for i := range 120 { // 12 minutes
+			at := time.Duration(i) * 6 * time.Second
+			pf.walkTo(at)
+			res, err := task.RunJSON(context.Background(), ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Provider == "p0" && at >= down && firstBack < 0 {
+				firstBack = at
+			}
+		}
+		t.Logf("the primary answered again at +%v, %v after it was back", firstBack, firstBack-down)
+		if firstBack < 0 || firstBack-down > maxProbeGap+6*time.Second {
+			t.Errorf("the primary answered again at +%v, want within %v of its recovery at +%v", firstBack, maxProbeGap+6*time.Second, down)
+		}
+		if n := len(pf.probed["p0"].probes(pf.t0)); n > 30 {
+			t.Errorf("%d background probes in 12 minutes, want at most about one per 30s", n)
+		}
+	})
+}
