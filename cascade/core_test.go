@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -797,6 +799,65 @@ func TestRescueLimits(t *testing.T) {
 		var se *StreamError
 		if !errors.As(err, &se) || se.Provider != "p1" || rep.Provider != "p1" || rep.Response.Content != "Hello wor" {
 			t.Fatalf("err %v, reply from %s with %q; want a StreamError of p1 over \"Hello wor\"", err, rep.Provider, rep.Response.Content)
+		}
+	})
+}
+
+// TestHealthySaturationOpensNoBreaker: 64 callers for a minute against two healthy providers:
+// the primary (capped at 16 in flight, so that the overflow goes to the backup) answers in
+// 0.6–1.1 s, a third of its answers off the contract (re-asked, which squeezes what is left of
+// the 1.5 s budget); the backup answers in 300–900 ms. Whatever the budget cuts, no breaker
+// opens (before, the backup's squeezed attempts counted as its timeouts and opened it).
+func TestHealthySaturationOpensNoBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		jittered := func(seed uint64, lo, hi int, offContract int) func(context.Context, *afloat.Request, int) (*afloat.Response, error) {
+			var mu sync.Mutex
+			rng := rand.New(rand.NewPCG(seed, seed))
+			return func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+				mu.Lock()
+				d := time.Duration(lo+rng.IntN(hi-lo)) * time.Millisecond
+				bad := offContract > 0 && rng.IntN(offContract) == 0
+				mu.Unlock()
+				text := validAnswer
+				if bad {
+					text = "Sorry, I cannot classify this ticket."
+				}
+				return after(d, answer(text))(ctx, req, n)
+			}
+		}
+		fx := newFixture(t, func(c *Config) {
+			realClock(c)
+			c.Providers[0].MaxInFlight = 16
+		}, jittered(1, 600, 1100, 3), jittered(2, 300, 900, 0))
+		task := fx.task(t, nil)
+		var wg sync.WaitGroup
+		var cut, ok atomic.Int64
+		end := time.Now().Add(time.Minute)
+		for range 64 {
+			wg.Go(func() {
+				for time.Now().Before(end) {
+					res, err := task.RunJSON(context.Background(), ticket)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for _, a := range res.Attempts {
+						switch a.Outcome {
+						case afloat.OutcomeDeadline:
+							cut.Add(1)
+						case afloat.OutcomeOK:
+							ok.Add(1)
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		t.Logf("a minute of saturation: %d answered attempts, %d cut or skipped by the budget", ok.Load(), cut.Load())
+		for _, p := range []string{"p0", "p1"} {
+			if n := opened(fx, p); n != 0 {
+				t.Errorf("healthy %s's breaker opened %v times under saturation", p, n)
+			}
 		}
 	})
 }
