@@ -3,6 +3,7 @@ package cascade
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -137,7 +138,11 @@ func (t *Task) exhausted(ctx context.Context, in afloat.Input, log *callLog, sta
 		res.Value, res.Source = val, afloat.SourceHeuristic
 	case PolicyHuman:
 		id, err := t.enqueue(ctx, in, log)
-		if err != nil {
+		switch {
+		case errors.Is(err, review.ErrIdempotencyMismatch):
+			// The caller reused its key with another input: its error, not the store's.
+			return t.finish(res, log, start), err
+		case err != nil:
 			t.e.log.Error("review queue cannot commit", "task", t.name, "err", err)
 			return t.finish(res, log, start), fmt.Errorf("%w: %w", afloat.ErrReviewUnavailable, err)
 		}

@@ -38,7 +38,9 @@ type BuildOptions struct {
 	Clock clockwork.Clock
 	// Logger receives the runtime's logs. nil discards them.
 	Logger *slog.Logger
-	// Registerer takes the metrics. nil means a new registry, returned in Runtime.Registry.
+	// Registerer takes the metrics. nil means a new registry, returned in Runtime.Registry,
+	// which also holds the Go runtime's and the process's collectors (go_*, process_*); a
+	// Registerer of the host's own gets afloat's metrics only.
 	Registerer prometheus.Registerer
 	// Review is the review store to use instead of the file's (tests, the demo); its host
 	// closes it. nil makes Build open the file's store: SQLite at review.sqlite.path, with
@@ -133,6 +135,10 @@ func (f *File) build(opts BuildOptions) *builder {
 	if reg == nil {
 		rt.Registry = prometheus.NewRegistry()
 		reg = rt.Registry
+		if err := telemetry.RegisterRuntime(reg); err != nil {
+			b.errorf("", "metrics: %v", err)
+			return b
+		}
 	}
 	metrics, err := telemetry.New(reg)
 	if err != nil {

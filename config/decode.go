@@ -28,6 +28,8 @@ type decoder struct {
 	lines   map[string]int
 	errs    Errors
 	nodes   int
+	// masks restores the ${...} that maskEnv hid from the YAML parser; nil when none.
+	masks *strings.Replacer
 }
 
 func (d *decoder) errorf(path string, line int, format string, args ...any) {
@@ -221,15 +223,15 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) {
 func (d *decoder) scalar(n ast.Node, path, want string) (string, bool) {
 	switch x := n.(type) {
 	case *ast.StringNode:
-		return d.expand(x.Value, path, lineOf(x))
+		return d.expand(d.unmask(x.Value), path, lineOf(x))
 	case *ast.LiteralNode:
 		// The text starts on the line after the indicator (| or >).
-		return d.expand(x.Value.Value, path, lineOf(x)+1)
+		return d.expand(d.unmask(x.Value.Value), path, lineOf(x)+1)
 	case *ast.MappingNode, *ast.SequenceNode:
 		d.errorf(path, lineOf(n), "want %s, not a %s", want, kindName(n))
 		return "", false
 	case ast.ScalarNode:
-		return n.GetToken().Value, true
+		return d.unmask(n.GetToken().Value), true
 	}
 	d.errorf(path, lineOf(n), "want %s, not a %s", want, kindName(n))
 	return "", false
@@ -438,10 +440,10 @@ func (d *decoder) key(k ast.MapKeyNode, path string) (string, bool) {
 	n := d.resolve(k, path)
 	switch x := n.(type) {
 	case *ast.StringNode:
-		return x.Value, true
+		return d.unmask(x.Value), true
 	case ast.ScalarNode:
 		if n.Type() != ast.NullType {
-			return n.GetToken().Value, true
+			return d.unmask(n.GetToken().Value), true
 		}
 	}
 	d.errorf(path, lineOf(k), "a key must be a plain string")
@@ -631,6 +633,6 @@ func (d *decoder) generic(n ast.Node, path string) (any, bool) {
 		d.errorf(path, lineOf(n), "%s is not a JSON number", n.GetToken().Value)
 		return nil, false
 	}
-	d.errorf(path, lineOf(n), "unsupported value %q", n.GetToken().Value)
+	d.errorf(path, lineOf(n), "unsupported value %q", d.unmask(n.GetToken().Value))
 	return nil, false
 }

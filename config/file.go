@@ -75,17 +75,26 @@ func (f *File) Line(path string) int { return f.lines[path] }
 type Server struct {
 	// Listen is the address the gateway listens on. Absent means 127.0.0.1:8080.
 	Listen string `yaml:"listen"`
-	// AdminToken guards the admin API and the console. Absent turns them off.
+	// AdminToken guards the admin API and the console. Absent (or empty) turns them off;
+	// otherwise it holds at least MinTokenLen bytes and equals no other credential.
 	AdminToken string `yaml:"admin_token"`
 	// MaxBody caps a request body. Absent means 1 MiB.
 	MaxBody Size `yaml:"max_body"`
+	// LogLevel is the least severe level `afloat serve` logs: debug, info, warn or error;
+	// serve's -log-level flag overrides it. Absent means info.
+	LogLevel string `yaml:"log_level"`
+	// DebugListen is a second listener, host:port on a loopback address only, that serves
+	// the Go profiler (net/http/pprof) under /debug/pprof/ and nothing else. It has no
+	// authentication, so a non-loopback address is an error. Absent serves no profiler.
+	DebugListen string `yaml:"debug_listen"`
 }
 
 // Tenant is one client of the gateway and its keys.
 type Tenant struct {
 	// Name is the tenant id, the key it is written under.
 	Name string `yaml:"-"`
-	// Keys are the tenant's client keys (Authorization: Bearer). At least one.
+	// Keys are the tenant's client keys (Authorization: Bearer). At least one; each equals no
+	// other credential (another tenant's key, the admin or an operator token).
 	Keys []string `yaml:"keys"`
 }
 
@@ -151,7 +160,8 @@ type Webhook struct {
 type Operator struct {
 	// Name is the operator's name, the key it is written under.
 	Name string `yaml:"-"`
-	// Token is the operator's bearer token; required.
+	// Token is the operator's bearer token; required, at least MinTokenLen bytes and equal to
+	// no other credential.
 	Token string `yaml:"token"`
 }
 

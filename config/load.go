@@ -53,6 +53,7 @@ func parse(data []byte, dir string, env func(string) (string, bool)) (f *File, e
 			f, errs = nil, Errors{{Msg: fmt.Sprintf("yaml: parser failed: %v", r)}}
 		}
 	}()
+	data, masks := maskEnv(data)
 	// Duplicate keys are left to the decoder, which reports them with their path and goes on.
 	tree, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
@@ -67,7 +68,7 @@ func parse(data []byte, dir string, env func(string) (string, bool)) (f *File, e
 	if len(bodies) > 1 {
 		return nil, Errors{{Line: lineOf(bodies[1]), Msg: "a config file holds one YAML document"}}
 	}
-	d := &decoder{env: env, anchors: map[string]ast.Node{}, lines: map[string]int{}}
+	d := &decoder{env: env, anchors: map[string]ast.Node{}, lines: map[string]int{}, masks: masks}
 	f = &File{Dir: dir}
 	if len(bodies) == 1 {
 		d.collectAnchors(bodies[0])

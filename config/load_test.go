@@ -1,6 +1,7 @@
 package config
 
 import (
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -196,6 +197,66 @@ func TestParseErrors(t *testing.T) {
 			path: "providers.back/up", msg: "invalid provider name",
 		},
 		{
+			name: "debug listener on every interface",
+			text: "server:\n  debug_listen: 0.0.0.0:6060   # here\n" + minimal,
+			path: "server.debug_listen", msg: "not a loopback address",
+		},
+		{
+			name: "debug listener without a host",
+			text: "server:\n  debug_listen: \":6060\"   # here\n" + minimal,
+			path: "server.debug_listen", msg: "not a loopback address",
+		},
+		{
+			name: "debug listener without a port",
+			text: "server:\n  debug_listen: 127.0.0.1   # here\n" + minimal,
+			path: "server.debug_listen", msg: "want host:port",
+		},
+		{
+			name: "unknown log level",
+			text: "server:\n  log_level: verbose   # here\n" + minimal,
+			path: "server.log_level", msg: `unknown log level "verbose" (want debug, info, warn or error)`,
+		},
+		{
+			name: "short admin token",
+			text: "server:\n  admin_token: \" \"   # here\n" + minimal,
+			path: "server.admin_token", msg: "too short: 1 bytes, want at least 16 (generate one with `openssl rand -hex 16`)",
+		},
+		{
+			name: "short operator token",
+			text: minimal + "operators:\n  ana: {token: hunter2}   # here\n",
+			path: "operators.ana.token", msg: "too short",
+		},
+		{
+			name: "tenant key equal to the admin token",
+			text: "server: {admin_token: adm-0123456789abcdef}\ntenants:\n  acme: {keys: [adm-0123456789abcdef]}   # here\n" + minimal,
+			path: "tenants.acme.keys[0]", msg: "is also the admin token",
+		},
+		{
+			name: "operator token equal to the admin token",
+			text: "server: {admin_token: adm-0123456789abcdef}\n" + minimal + "operators:\n  ana: {token: adm-0123456789abcdef}   # here\n",
+			path: "operators.ana.token", msg: "is also the admin token",
+		},
+		{
+			name: "two operators with one token",
+			text: minimal + "operators:\n  ana: {token: op-0123456789abcdef}\n  bob: {token: op-0123456789abcdef}   # here\n",
+			path: "operators.bob.token", msg: "is also operator ana's token",
+		},
+		{
+			name: "tenant key equal to an operator token",
+			text: minimal + "operators:\n  ana: {token: op-0123456789abcdef}\ntenants:\n  acme: {keys: [op-0123456789abcdef]}   # here\n",
+			path: "tenants.acme.keys[0]", msg: "is also operator ana's token",
+		},
+		{
+			name: "two tenants with one key",
+			text: "tenants:\n  acme: {keys: [k-1]}\n  beta: {keys: [k-2, k-1]}   # here\n" + minimal,
+			path: "tenants.beta.keys[1]", msg: "is also a key of tenant acme",
+		},
+		{
+			name: "tenant key padded with white space",
+			text: "tenants:\n  acme: {keys: [\" k-1\"]}   # here\n" + minimal,
+			path: "tenants.acme.keys[0]", msg: "white space",
+		},
+		{
 			name: "empty tenant key",
 			text: "tenants:\n  acme: {keys: [\"${EMPTY}\"]}   # here\n" + minimal,
 			env:  map[string]string{"EMPTY": ""},
@@ -287,7 +348,7 @@ tasks:
 // is a literal.
 func TestEnvExpansion(t *testing.T) {
 	env := envOf(map[string]string{
-		"TOKEN": "s3cret", "ACME_KEY": "k-acme", "N": "12", "HOST": "10.0.0.1", "PORT": "9090",
+		"TOKEN": "s3cret-0123456789abcdef", "BOB_TOKEN": "bob-0123456789abcdef", "ACME_KEY": "k-acme", "N": "12", "HOST": "10.0.0.1", "PORT": "9090",
 		"RATE": "0.25", "OFF": "false", "WAIT": "45s",
 	})
 	text := `
@@ -296,8 +357,8 @@ server:
   listen: ${HOST}:${PORT}           # ${NOPE} in a trailing comment
   admin_token: ${TOKEN}
 operators:
-  ana: {token: "${UNSET_OP:-fallback-op}"}
-  bob: {token: "${TOKEN:-unused}"}
+  ana: {token: "${UNSET_OP:-fallback-op-0123456789}"}
+  bob: {token: "${BOB_TOKEN:-unused}"}
 tenants:
   acme: {keys: ["${ACME_KEY}", "literal-$${NOT_A_VAR}"]}
 defaults:
@@ -314,9 +375,9 @@ defaults:
 		want any
 	}{
 		{"listen", f.Server.Listen, "10.0.0.1:9090"},
-		{"admin_token", f.Server.AdminToken, "s3cret"},
-		{"default of an unset variable", f.Operators[0].Token, "fallback-op"},
-		{"default of a set variable", f.Operators[1].Token, "s3cret"},
+		{"admin_token", f.Server.AdminToken, "s3cret-0123456789abcdef"},
+		{"default of an unset variable", f.Operators[0].Token, "fallback-op-0123456789"},
+		{"default of a set variable", f.Operators[1].Token, "bob-0123456789abcdef"},
 		{"key in a flow list", f.Tenants[0].Keys[0], "k-acme"},
 		{"escaped", f.Tenants[0].Keys[1], "literal-${NOT_A_VAR}"},
 		{"integer", f.Defaults.MaxInFlight, 12},
@@ -731,5 +792,83 @@ func TestAliasBomb(t *testing.T) {
 	errs := asErrors(t, err)
 	if len(errs) != 1 || !strings.Contains(errs[0].Msg, "expands to more than") {
 		t.Fatalf("errors %v, want one about the expansion", err)
+	}
+}
+
+// TestEnvFlowStyle: an unquoted ${VAR} means in a flow mapping or list what it means in block
+// style, though { } [ ] and , are flow syntax there; an unset one is still reported on its
+// line, and a key is still never expanded.
+func TestEnvFlowStyle(t *testing.T) {
+	env := envOf(map[string]string{"ACME_KEY": "k-acme", "N": "7", "OFF": "false", "HOST": "10.0.0.1"})
+	text := `
+tenants: {acme: {keys: [${ACME_KEY}, pre-${ACME_KEY}-post]}, beta: {keys: ["${ACME_KEY}-b"]}}
+server: {listen: ${HOST}:8080, max_body: ${SIZE:-2MiB}}
+defaults: {max_in_flight: ${N}, breaker: {enabled: ${OFF}}}
+operators: {ana: {token: ${X:-a,b}-0123456789abcdef}}
+` + minimal
+	f, err := Parse([]byte(text), "", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"plain in a flow list", f.Tenants[0].Keys[0], "k-acme"},
+		{"inside a plain scalar", f.Tenants[0].Keys[1], "pre-k-acme-post"},
+		{"quoted", f.Tenants[1].Keys[0], "k-acme-b"},
+		{"before a colon", f.Server.Listen, "10.0.0.1:8080"},
+		{"default", f.Server.MaxBody, Size(2 << 20)},
+		{"integer", f.Defaults.MaxInFlight, 7},
+		{"bool", f.Defaults.Breaker.Enabled, false},
+		{"default holding a comma", f.Operators[0].Token, "a,b-0123456789abcdef"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.got != tc.want {
+				t.Errorf("got %v, want %v", tc.got, tc.want)
+			}
+		})
+	}
+
+	missing := "tenants: {acme: {keys: [${NOPE}]}}   # here\n" + minimal
+	_, err = Parse([]byte(missing), "", noEnv)
+	errs := asErrors(t, err)
+	e := findError(errs, "tenants.acme.keys[0]", "environment variable NOPE is not set")
+	if e == nil {
+		t.Fatalf("no error for NOPE: %v", err)
+	}
+	if want := markedLine(t, missing); e.Line != want {
+		t.Errorf("line %d, want %d", e.Line, want)
+	}
+
+	keyed := "routes: {chat: {criticality: assistance, cascade: [primary], ${NOPE}: 1}}\n" + minimal
+	_, err = Parse([]byte(keyed), "", noEnv)
+	if e := findError(asErrors(t, err), "routes.chat.${NOPE}", "unknown key \"${NOPE}\""); e == nil {
+		t.Errorf("a key was expanded or mangled: %v", err)
+	}
+}
+
+// TestServerOperations: server.log_level and server.debug_listen take what they name, and
+// leaving them out means info and no profiler.
+func TestServerOperations(t *testing.T) {
+	f := mustParse(t, minimal)
+	if f.Server.LogLevel != "info" || f.Server.DebugListen != "" {
+		t.Errorf("defaults: log_level %q, debug_listen %q; want info and none", f.Server.LogLevel, f.Server.DebugListen)
+	}
+	for _, addr := range []string{"127.0.0.1:6060", "localhost:0", "[::1]:6060", "127.0.0.2:6060"} {
+		f := mustParse(t, "server: {debug_listen: \""+addr+"\", log_level: debug}\n"+minimal)
+		if f.Server.DebugListen != addr || f.Server.LogLevel != "debug" {
+			t.Errorf("%s: got %+v", addr, f.Server)
+		}
+	}
+	for in, want := range map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError} {
+		if got, err := ParseLogLevel(in); err != nil || got != want {
+			t.Errorf("ParseLogLevel(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := ParseLogLevel("INFO"); err == nil {
+		t.Error("ParseLogLevel took INFO: the file and the flag write levels in lower case")
 	}
 }

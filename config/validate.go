@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"net"
 	"net/url"
@@ -160,6 +161,7 @@ func (v *validator) validate() {
 	v.state()
 	v.review()
 	v.operators()
+	v.credentials()
 	v.defaults()
 	if len(f.Providers) == 0 {
 		v.errorf("providers", "at least one provider is required")
@@ -201,25 +203,100 @@ func (v *validator) server() {
 	if s.MaxBody <= 0 && v.written("server.max_body") {
 		v.errorf("server.max_body", "must be positive")
 	}
+	if !v.written("server.log_level") {
+		s.LogLevel = "info"
+	}
+	if _, err := ParseLogLevel(s.LogLevel); err != nil {
+		v.errorf("server.log_level", "%v", err)
+	}
+	if s.DebugListen != "" || v.written("server.debug_listen") {
+		if host, _, err := net.SplitHostPort(s.DebugListen); err != nil {
+			v.errorf("server.debug_listen", "invalid address %q (want host:port)", s.DebugListen)
+		} else if !Loopback(host) {
+			v.errorf("server.debug_listen", "%q is not a loopback address: the profiler has no authentication, so it listens on 127.0.0.1, ::1 or localhost only", s.DebugListen)
+		}
+	}
+}
+
+// ParseLogLevel reads a log level as server.log_level and serve's -log-level flag write it:
+// debug, info, warn or error.
+func ParseLogLevel(s string) (slog.Level, error) {
+	switch s {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("unknown log level %q (want debug, info, warn or error)", s)
+}
+
+// Loopback reports whether host (an address's host part) is the loopback interface only:
+// localhost or a loopback IP. An empty host listens on every interface, so it is not.
+func Loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (v *validator) tenants() {
-	owner := map[string]string{}
 	for _, t := range v.f.Tenants {
 		path := "tenants." + t.Name
 		if len(t.Keys) == 0 {
 			v.errorf(path+".keys", "a tenant needs at least one key")
 		}
 		for i, k := range t.Keys {
-			p := fmt.Sprintf("%s.keys[%d]", path, i)
-			switch prev, dup := owner[k]; {
-			case k == "":
-				v.errorf(p, "key is empty")
-			case dup:
-				v.errorf(p, "key is also tenant %s's: a key must name one tenant", prev)
-			default:
-				owner[k] = t.Name
+			if k == "" {
+				v.errorf(fmt.Sprintf("%s.keys[%d]", path, i), "key is empty")
 			}
+		}
+	}
+}
+
+// MinTokenLen is the fewest bytes an admin or operator token may hold: a token a person
+// could guess or type from memory would open the admin API to whoever reaches the port.
+const MinTokenLen = 16
+
+// credentials checks the gateway's credentials together: the admin token, each operator's
+// token and each tenant's keys. No two may be equal, since the gateway would take one for
+// the other (a tenant key equal to the admin token makes its bearer the admin), and no one
+// may start or end with white space, which the gateway trims from the header it compares.
+// The admin and operator tokens must hold at least MinTokenLen bytes. The errors never
+// quote a credential.
+func (v *validator) credentials() {
+	owner := map[string]string{}
+	add := func(path, what, secret string) {
+		if secret == "" {
+			return // reported where it is required
+		}
+		if strings.TrimSpace(secret) != secret {
+			v.errorf(path, "starts or ends with white space, which the gateway trims from the Authorization header: it would never match")
+			return
+		}
+		if prev, dup := owner[secret]; dup {
+			v.errorf(path, "is also %s: every credential must be distinct, or the gateway takes one for the other", prev)
+			return
+		}
+		owner[secret] = what
+	}
+	token := func(path, what, secret string) {
+		if secret != "" && len(secret) < MinTokenLen {
+			v.errorf(path, "too short: %d bytes, want at least %d (generate one with `openssl rand -hex 16`)", len(secret), MinTokenLen)
+		}
+		add(path, what, secret)
+	}
+	token("server.admin_token", "the admin token (server.admin_token)", v.f.Server.AdminToken)
+	for _, o := range v.f.Operators {
+		token("operators."+o.Name+".token", "operator "+o.Name+"'s token", o.Token)
+	}
+	for _, t := range v.f.Tenants {
+		for i, k := range t.Keys {
+			add(fmt.Sprintf("tenants.%s.keys[%d]", t.Name, i), "a key of tenant "+t.Name, k)
 		}
 	}
 }

@@ -297,6 +297,9 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep, err := route.Complete(r.Context(), req)
+	if rep != nil && rep.Degraded {
+		g.logDegraded(r, route.Name(), rep.Attempts)
+	}
 	if g.chatFailed(w, r, rep, err) {
 		return
 	}
@@ -521,6 +524,9 @@ func (g *Gateway) chatStream(w http.ResponseWriter, r *http.Request, cr *chatReq
 		return nil
 	}
 	rep, err := route.Stream(r.Context(), req, emit)
+	if rep != nil && rep.Degraded {
+		g.logDegraded(r, route.Name(), rep.Attempts)
+	}
 	if !started {
 		if g.chatFailed(w, r, rep, err) {
 			return

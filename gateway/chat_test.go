@@ -330,3 +330,17 @@ func streamedText(t *testing.T, events []string) string {
 	}
 	return b.String()
 }
+
+// TestChatLogsFailedAttempts: a chat call that fell back logs its failed attempts, as a task
+// call does.
+func TestChatLogsFailedAttempts(t *testing.T) {
+	e := newEnv(t)
+	e.primary.set("fail")
+	if status, _, body := e.do("POST", "/v1/chat/completions", clientKey, chatBody); status != 200 {
+		t.Fatalf("status %d %s", status, body)
+	}
+	logs := e.logs.String()
+	if !strings.Contains(logs, `"msg":"attempt failed"`) || !strings.Contains(logs, `"provider":"primary"`) || !strings.Contains(logs, `"task":"support-agent"`) {
+		t.Errorf("no failed attempt logged:\n%s", logs)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/afloat-dev/afloat/cascade"
@@ -54,7 +55,8 @@ type Config struct {
 	// from every client key. nil means no operator tokens.
 	Operators map[string]string
 	// Tenants maps a tenant id to its client keys. Empty means open access: no key is
-	// asked for, and every call has the empty tenant (serve on loopback only).
+	// asked for, and every call has the empty tenant (serve on loopback only). No key may
+	// be the admin token, whose bearer would be taken for the admin.
 	Tenants map[string][]string
 	// AdminToken guards the admin API; "" turns the admin API off (404).
 	AdminToken string
@@ -86,6 +88,8 @@ type Gateway struct {
 	// flagDefaults is the flag document the store held at start: the config's. PUT
 	// /admin/flags fills what a document omits from it.
 	flagDefaults *flags.Document
+	// readyz is the last readiness probe, which /readyz answers from.
+	readyz readyCache
 }
 
 type tenantKey struct {
@@ -121,6 +125,9 @@ func New(cfg Config) (*Gateway, error) {
 		for _, k := range keys {
 			if k == "" {
 				return nil, fmt.Errorf("gateway: tenant %q has an empty key", tenant)
+			}
+			if k == cfg.AdminToken {
+				return nil, fmt.Errorf("gateway: a key of tenant %q is the admin token", tenant)
 			}
 			g.keys = append(g.keys, tenantKey{tenant: tenant, key: []byte(k)})
 		}
@@ -167,8 +174,21 @@ func New(cfg Config) (*Gateway, error) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
-	g.handler = g.accessLog(g.recover(mux))
+	g.handler = g.accessLog(g.recover(oneAuthorization(mux)))
 	return g, nil
+}
+
+// oneAuthorization refuses a request with more than one Authorization header with 400: which
+// one names the caller would be a guess (net/http's Header.Get takes the first, a proxy in
+// front may have checked the last), so none is taken.
+func oneAuthorization(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Authorization")) > 1 {
+			writeError(w, http.StatusBadRequest, "invalid_authorization", "more than one Authorization header: send one")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Handler returns the gateway's http.Handler.
@@ -347,15 +367,80 @@ func (g *Gateway) recover(next http.Handler) http.Handler {
 }
 
 func (g *Gateway) ready(w http.ResponseWriter, r *http.Request) {
-	if g.cfg.Ready != nil {
-		if err := g.cfg.Ready(r.Context()); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
-			return
-		}
-	}
-	if err := g.reviewHealth(r.Context()); err != nil {
+	if err := g.readiness(r.Context()); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+const (
+	// readyInterval is how long /readyz answers "ready" from a probe that found the gateway
+	// ready. /readyz is unauthenticated and the review store's probe is a synced write: a
+	// probe per call let a prober load the disk the critical calls commit on.
+	readyInterval = time.Second
+	// readyTimeout bounds a probe, which runs to its end even when the client that started
+	// it leaves (others wait for its answer).
+	readyTimeout = 10 * time.Second
+)
+
+// readyCache is the last readiness probe and the one in flight. Its zero value is usable;
+// it is safe for concurrent use.
+type readyCache struct {
+	mu      sync.Mutex
+	readyAt time.Time    // when a probe last found the gateway ready; zero after a failed one
+	flight  *readyFlight // the probe running; nil when none runs
+}
+
+type readyFlight struct {
+	done chan struct{} // closed when err is set
+	err  error
+}
+
+// readiness probes the state backend and the review store at most once per readyInterval
+// while they are healthy: within the interval, and while the next probe runs, it answers
+// ready from the last probe. After a failed probe every call probes again, so that recovery
+// shows at once, but never two at a time: calls that arrive while one runs share its answer.
+func (g *Gateway) readiness(ctx context.Context) error {
+	c := &g.readyz
+	c.mu.Lock()
+	if !c.readyAt.IsZero() && (c.flight != nil || g.clock.Since(c.readyAt) < readyInterval) {
+		c.mu.Unlock()
+		return nil
+	}
+	if f := c.flight; f != nil {
+		c.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	f := &readyFlight{done: make(chan struct{})}
+	c.flight = f
+	c.mu.Unlock()
+
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readyTimeout)
+	defer cancel()
+	f.err = g.probeReady(pctx)
+	c.mu.Lock()
+	c.flight = nil
+	c.readyAt = time.Time{}
+	if f.err == nil {
+		c.readyAt = g.clock.Now()
+	}
+	c.mu.Unlock()
+	close(f.done)
+	return f.err
+}
+
+// probeReady asks the state backend and the review store whether they answer now.
+func (g *Gateway) probeReady(ctx context.Context) error {
+	if g.cfg.Ready != nil {
+		if err := g.cfg.Ready(ctx); err != nil {
+			return err
+		}
+	}
+	return g.reviewHealth(ctx)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/cascade"
 	"github.com/afloat-dev/afloat/latency"
+	"github.com/afloat-dev/afloat/review"
 )
 
 // maxBudgetMS caps a call's own budget at an hour; the task's budget caps it further.
@@ -162,9 +163,10 @@ func (g *Gateway) runTask(w http.ResponseWriter, r *http.Request, t *cascade.Tas
 		setRetryAfter(w, 30*time.Second)
 		writeError(w, http.StatusServiceUnavailable, "blocked",
 			fmt.Sprintf("task %s is unavailable and fails closed: no model could answer (reason %s); retry later", t.Name(), res.Reason))
+	case errors.Is(err, review.ErrIdempotencyMismatch):
+		writeError(w, http.StatusUnprocessableEntity, "idempotency_key_reused", "this Idempotency-Key was used with another body")
 	case errors.Is(err, afloat.ErrReviewUnavailable):
-		setRetryAfter(w, 30*time.Second)
-		g.log.Error("review queue cannot commit", "task", t.Name(), "err", err)
+		setRetryAfter(w, 30*time.Second) // the engine logged the store's failure
 		writeError(w, http.StatusServiceUnavailable, "review_unavailable",
 			fmt.Sprintf("task %s needs human review but the review queue cannot take the item; it was not queued, retry later", t.Name()))
 	case err != nil && r.Context().Err() != nil:

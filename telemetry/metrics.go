@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // Metrics holds every afloat metric this build moves. Its collectors are safe for concurrent
@@ -46,6 +47,22 @@ type Metrics struct {
 	ReviewPurged        *prometheus.CounterVec // task
 	ReviewOldestPending *AgeVec                // task
 	ReviewStoreHealthy  prometheus.Gauge       // 1 healthy, 0 not
+}
+
+// RegisterRuntime registers on reg the collectors of the Go runtime (go_*: goroutines,
+// heap, GC pauses) and of the process (process_*: CPU, resident memory, open file
+// descriptors, start time), which an operator reads beside afloat's own. A registry holds
+// them once: registering twice is an error.
+func RegisterRuntime(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // New creates the metrics and registers them on reg; a nil reg registers nowhere (the metrics

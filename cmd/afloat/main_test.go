@@ -123,7 +123,7 @@ func (s *syncWriter) String() string {
 func TestServeAnswersAndShutsDownGracefully(t *testing.T) {
 	path := writeConfig(t, `
 server:
-  admin_token: adm-test-5e1c
+  admin_token: adm-test-5e1c9d0b7a34
 tenants:
   acme: {keys: ["ck-acme-test-77a1"]}
 providers:
@@ -199,7 +199,7 @@ tasks:
 		t.Fatal("serve did not stop")
 	}
 	logs := stderr.String()
-	if !strings.Contains(logs, "shutting down") || strings.Contains(logs, "ck-acme-test-77a1") || strings.Contains(logs, "adm-test-5e1c") {
+	if !strings.Contains(logs, "shutting down") || strings.Contains(logs, "ck-acme-test-77a1") || strings.Contains(logs, "adm-test-5e1c9d0b7a34") {
 		t.Fatalf("logs:\n%s", logs)
 	}
 }
@@ -224,7 +224,7 @@ tasks:
 // inFlight reads the calls in flight to provider "slow" from the admin API.
 func inFlight(t *testing.T, base string) int {
 	req, _ := http.NewRequest("GET", base+"/admin/status", nil)
-	req.Header.Set("Authorization", "Bearer adm-test-5e1c")
+	req.Header.Set("Authorization", "Bearer adm-test-5e1c9d0b7a34")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

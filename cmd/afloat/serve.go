@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/afloat-dev/afloat/config"
@@ -23,19 +24,33 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	path := fs.String("c", "afloat.yaml", "the config file")
 	listen := fs.String("listen", "", "address to listen on, replacing server.listen")
 	grace := fs.Duration("grace", 30*time.Second, "how long calls in flight may take to finish on shutdown")
+	logLevel := fs.String("log-level", "", "the least severe level logged: debug, info, warn or error, replacing server.log_level")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: afloat serve -c afloat.yaml [-listen 127.0.0.1:8080] [-grace 30s]")
+		fmt.Fprintln(stderr, "Usage: afloat serve -c afloat.yaml [-listen 127.0.0.1:8080] [-grace 30s] [-log-level info]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if *logLevel != "" {
+		if _, err := config.ParseLogLevel(*logLevel); err != nil {
+			fmt.Fprintf(stderr, "afloat serve: -log-level: %v\n", err)
+			return errUsage
+		}
+	}
 	f, err := config.Load(*path)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s:\n%v\n", *path, err)
 		return errFailed
 	}
+	if *logLevel == "" {
+		*logLevel = f.Server.LogLevel
+	}
+	level, err := config.ParseLogLevel(*logLevel)
+	if err != nil {
+		return err // Load checked server.log_level
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	addr := f.Server.Listen
 	if *listen != "" {
 		addr = *listen
@@ -69,6 +84,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var debug *http.Server
+	if f.Server.DebugListen != "" {
+		dln, err := net.Listen("tcp", f.Server.DebugListen)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("server.debug_listen: %w", err)
+		}
+		debug = &http.Server{Handler: debugHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := debug.Serve(dln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("debug listener stopped", "err", err)
+			}
+		}()
+		log.Info("profiler listening", "addr", dln.Addr().String(), "path", "/debug/pprof/")
+	}
 	// ReadTimeout bounds reading a request (a body trickled in byte by byte holds no
 	// goroutine forever); there is no WriteTimeout, since a streamed answer may take as long
 	// as its route's budget.
@@ -87,6 +117,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log.Info("shutting down: no new connections, waiting for calls in flight", "grace", grace.String())
 	sctx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
+	if debug != nil {
+		// A profile in progress is not worth waiting for.
+		_ = debug.Close()
+	}
 	err = srv.Shutdown(sctx)
 	if err != nil {
 		// The grace period is over: cut what is left rather than hang.
@@ -106,12 +140,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // loopback reports whether addr listens on the loopback interface only.
 func loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return err == nil && config.Loopback(host)
+}
+
+// debugHandler serves the Go profiler of net/http/pprof on a mux of its own (never
+// http.DefaultServeMux, where importing the package registers it for any server that uses
+// the default mux).
+func debugHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

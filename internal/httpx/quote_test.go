@@ -1,6 +1,8 @@
 package httpx
 
 import (
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -57,5 +59,21 @@ func TestHeaders(t *testing.T) {
 				t.Errorf("headers = %v, want %d", h, len(tt.in))
 			}
 		})
+	}
+}
+
+func TestQuoteLongestSecretFirst(t *testing.T) {
+	// "abc" is a prefix of the key: cut first, it would leave the key's tail in the text.
+	if got := Quote("key abcdef and abc", 200, "abc", "abcdef"); got != "key [redacted] and [redacted]" {
+		t.Errorf("Quote = %q", got)
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	h := http.Header{"Api-Key": {"azure-key"}, "X-Empty": {""}}
+	got := Secrets(h, "sk-1", "")
+	slices.Sort(got)
+	if want := []string{"azure-key", "sk-1"}; !slices.Equal(got, want) {
+		t.Errorf("Secrets = %q, want %q", got, want)
 	}
 }

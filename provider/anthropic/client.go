@@ -58,6 +58,7 @@ type Client struct {
 	maxTokens int
 	version   string
 	headers   http.Header
+	secrets   []string // the key and every configured header value: never quoted
 	http      *http.Client
 	clock     clockwork.Clock
 }
@@ -103,6 +104,7 @@ func New(cfg Config) (*Client, error) {
 	if c.headers, err = httpx.Headers(cfg.Headers); err != nil {
 		return nil, fmt.Errorf("anthropic: %s: %w", c.name, err)
 	}
+	c.secrets = httpx.Secrets(c.headers, c.apiKey)
 	if c.http == nil {
 		c.http = httpx.NewClient(httpx.Timeouts{})
 	}

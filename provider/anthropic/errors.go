@@ -64,4 +64,4 @@ func (c *Client) statusError(status int, h http.Header, body []byte) *afloat.Pro
 }
 
 // quote prepares a provider's text for an error, without the key.
-func (c *Client) quote(s string) string { return httpx.Quote(s, maxQuote, c.apiKey) }
+func (c *Client) quote(s string) string { return httpx.Quote(s, maxQuote, c.secrets...) }

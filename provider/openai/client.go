@@ -25,8 +25,9 @@ type Config struct {
 	// Model is the model of every request that names none. "" requires each Request to set
 	// Model.
 	Model string
-	// Headers are extra request headers ("OpenAI-Project" for Yandex). They are set last, so
-	// they may replace a default header. nil means none.
+	// Headers are extra request headers ("OpenAI-Project" for Yandex, "api-key" for Azure
+	// OpenAI). They are set last, so they may replace a default header. Their values are
+	// treated as credentials: no error quotes them. nil means none.
 	Headers map[string]string
 	// Dialect names the server's quirks the requests are rendered around: DialectOpenAI,
 	// DialectVLLM, DialectLlamaCpp, DialectOllama or DialectYandex. "" means DialectOpenAI.
@@ -49,6 +50,7 @@ type Client struct {
 	endpoint string
 	models   string // the models list, for Probe
 	apiKey   string
+	secrets  []string // the key and the header values, cut out of every quoted text
 	model    string
 	dialect  string
 	headers  http.Header
@@ -62,7 +64,7 @@ var (
 	_ afloat.Prober   = (*Client)(nil)
 )
 
-// New checks cfg and returns a Client.
+// New checks cfg and returns a Client. Its errors never quote the key or a header's value.
 func New(cfg Config) (*Client, error) {
 	c := &Client{
 		name:    cfg.Name,
@@ -90,6 +92,7 @@ func New(cfg Config) (*Client, error) {
 	if c.headers, err = httpx.Headers(cfg.Headers); err != nil {
 		return nil, fmt.Errorf("openai: %s: %w", c.name, err)
 	}
+	c.secrets = httpx.Secrets(c.headers, c.apiKey)
 	if c.http == nil {
 		c.http = httpx.NewClient(httpx.Timeouts{})
 	}

@@ -130,5 +130,6 @@ func (c *Client) statusError(status int, h http.Header, body []byte) *afloat.Pro
 	}
 }
 
-// quote prepares a provider's text for an error, without the key.
-func (c *Client) quote(s string) string { return httpx.Quote(s, maxQuote, c.apiKey) }
+// quote prepares a provider's text for an error, without the key or the configured headers'
+// values.
+func (c *Client) quote(s string) string { return httpx.Quote(s, maxQuote, c.secrets...) }
