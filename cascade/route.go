@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -181,15 +182,12 @@ type Route struct {
 	share       *shareWindow
 	steps       stepCounters
 	contractsMu sync.Mutex
-	contracts   map[string]*normalize.Contract // schema text → compiled; at most maxContracts
+	contracts   map[string]*normalize.Contract // SHA-256 of the schema → compiled; at most maxContracts
 }
 
-// maxContracts bounds the compiled response-format schemas a route keeps; maxSchema bounds
-// the size of one. Schemas come from clients: neither may grow without limit.
-const (
-	maxContracts = 64
-	maxSchema    = 64 << 10
-)
+// maxContracts bounds the compiled client schemas a route keeps. Schemas come from clients:
+// the cache may not grow without limit, and normalize.FromClient bounds each one.
+const maxContracts = 64
 
 // Route builds a route over the engine's providers.
 func (e *Engine) Route(cfg RouteConfig) (*Route, error) {
@@ -332,13 +330,11 @@ func (r *Route) contract(in *afloat.Request) (*normalize.Contract, error) {
 	if rf == nil || rf.Type != "json_schema" || len(rf.Schema) == 0 {
 		return nil, nil
 	}
-	const field = "response_format.json_schema.schema"
-	if len(rf.Schema) > maxSchema {
-		return nil, &RequestError{Field: field, Problem: fmt.Sprintf("schema over %d bytes", maxSchema)}
-	}
-	c, err := r.compiled(string(rf.Schema), func() (*normalize.Contract, error) { return normalize.Compile(r.name, rf.Schema) })
+	c, err := r.compiled(sha256.Sum256(rf.Schema), func() (*normalize.Contract, error) {
+		return normalize.Compile(r.name, rf.Schema, normalize.FromClient())
+	})
 	if err != nil {
-		return nil, &RequestError{Field: field, Problem: err.Error()}
+		return nil, &RequestError{Field: "response_format.json_schema.schema", Problem: err.Error()}
 	}
 	return c, nil
 }
@@ -350,21 +346,25 @@ func (r *Route) tools(in *afloat.Request) (map[string]*normalize.Contract, error
 	}
 	out := make(map[string]*normalize.Contract, len(in.Tools))
 	for i, tool := range in.Tools {
-		field := fmt.Sprintf("tools[%d].parameters", i)
-		if len(tool.Parameters) > maxSchema {
-			return nil, &RequestError{Field: field, Problem: fmt.Sprintf("schema over %d bytes", maxSchema)}
-		}
-		c, err := r.compiled("tool\x00"+tool.Name+"\x00"+string(tool.Parameters), func() (*normalize.Contract, error) { return normalize.CompileTool(tool) })
+		// The name is part of the key: it names the contract and its errors.
+		h := sha256.New()
+		h.Write([]byte("tool\x00" + tool.Name + "\x00"))
+		h.Write(tool.Parameters)
+		c, err := r.compiled([sha256.Size]byte(h.Sum(nil)), func() (*normalize.Contract, error) {
+			return normalize.CompileTool(tool, normalize.FromClient())
+		})
 		if err != nil {
-			return nil, &RequestError{Field: field, Problem: err.Error()}
+			return nil, &RequestError{Field: fmt.Sprintf("tools[%d].parameters", i), Problem: err.Error()}
 		}
 		out[tool.Name] = c
 	}
 	return out, nil
 }
 
-// compiled returns the contract cached under key, compiling it on a miss.
-func (r *Route) compiled(key string, compile func() (*normalize.Contract, error)) (*normalize.Contract, error) {
+// compiled returns the contract cached under the hash of its source, compiling it on a miss.
+// A refused schema is not kept: normalize.FromClient bounds the work of refusing it again.
+func (r *Route) compiled(sum [sha256.Size]byte, compile func() (*normalize.Contract, error)) (*normalize.Contract, error) {
+	key := string(sum[:])
 	r.contractsMu.Lock()
 	c, ok := r.contracts[key]
 	r.contractsMu.Unlock()

@@ -28,6 +28,7 @@ type Option func(*options)
 
 type options struct {
 	synonyms map[string][]string
+	client   bool
 }
 
 // WithSynonyms gives, per property of the schema, the other words a model may use for it
@@ -40,15 +41,26 @@ func WithSynonyms(synonyms map[string][]string) Option {
 
 // Compile compiles a JSON Schema (draft 2020-12 unless it says otherwise). name appears in
 // errors. A $ref to anything but the schema itself is an error, never a read: schemas may
-// come from clients (a chat request's response_format).
+// come from clients (a chat request's response_format). A client's schema is compiled with
+// FromClient, which bounds the work of compiling it and of validating an answer against it.
 func Compile(name string, schema []byte, opts ...Option) (*Contract, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.client {
+		if err := checkNesting(schema); err != nil {
+			return nil, fmt.Errorf("schema %s: %w", name, err)
+		}
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
+	}
+	if o.client {
+		if err := new(rawWalk).schema(doc, 0); err != nil {
+			return nil, fmt.Errorf("schema %s: %w", name, err)
+		}
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -60,6 +72,12 @@ func Compile(name string, schema []byte, opts ...Option) (*Contract, error) {
 	sch, err := c.Compile(url)
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
+	}
+	if o.client {
+		x := expansion{path: map[*jsonschema.Schema]bool{}}
+		if err := x.walk(sch); err != nil {
+			return nil, fmt.Errorf("schema %s: %w", name, err)
+		}
 	}
 	sh := buildShape(sch, map[*jsonschema.Schema]*shape{})
 	known := indexNames(sh, o.synonyms)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func FuzzLocate(f *testing.F) {
@@ -95,4 +96,29 @@ func sameOutcome(a, b Outcome) bool {
 		return false
 	}
 	return a.Err == nil || a.Err.Stage == b.Err.Stage && len(a.Err.Details) == len(b.Err.Details)
+}
+
+// FuzzClientSchema compiles arbitrary bytes as a client's schema (FromClient) and validates an
+// answer against what compiles, through Validate and the pipeline. Neither may panic, and
+// neither may take long: the limits bound the work of any schema they let through.
+func FuzzClientSchema(f *testing.F) {
+	f.Add([]byte(triageSchema), `{"department":"technical","is_urgent":0.8,"urgency_score":2}`)
+	f.Add(refLadder(7), `{"x": 1}`)
+	f.Add(refLadder(16), `"s"`)
+	f.Add(nestedItems(40), `[[[["a"]]]]`)
+	f.Add([]byte(`{"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#"}}}}`), `{"children": [{"children": [{"children": 1}]}]}`)
+	f.Add([]byte(`{"$ref": "#/$defs/n", "$defs": {"n": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}}`), `null`)
+	f.Add([]byte(`{"anyOf": [{"items": {"$ref": "#"}}, {"items": {"$ref": "#"}}]}`), `[[[[[[[[1]]]]]]]]`)
+	f.Add([]byte(`{"x": {"anyOf": [{"type": "string"}, {"$ref": "#/x"}]}, "$ref": "#/x", "unevaluatedProperties": false}`), `{"a": 1}`)
+	f.Fuzz(func(t *testing.T, schema []byte, answer string) {
+		start := time.Now()
+		c, err := Compile("client", schema, FromClient())
+		if err == nil {
+			_ = c.Validate(json.RawMessage(answer))
+			_ = c.Normalize(answer)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("took %v on schema %q, answer %q", took, schema, answer)
+		}
+	})
 }

@@ -9,13 +9,14 @@ import (
 )
 
 // CompileTool compiles a tool's parameter schema into the contract its calls' arguments must
-// fit. A tool without parameters takes any JSON object.
-func CompileTool(t afloat.Tool) (*Contract, error) {
+// fit. A tool without parameters takes any JSON object. opts are Compile's (FromClient for a
+// client's tool).
+func CompileTool(t afloat.Tool, opts ...Option) (*Contract, error) {
 	params := bytes.TrimSpace(t.Parameters)
 	if len(params) == 0 || bytes.Equal(params, []byte("null")) {
 		params = []byte(`{"type": "object"}`)
 	}
-	c, err := Compile("tool-"+t.Name, params)
+	c, err := Compile("tool-"+t.Name, params, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: %w", t.Name, err)
 	}
