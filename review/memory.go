@@ -20,11 +20,14 @@ type Memory struct {
 
 	mu        sync.Mutex
 	items     map[string]*Item
-	idem      map[idemKey]string
+	idem      map[idemKey]idemEntry
 	lastPurge time.Time
 }
 
 type idemKey struct{ tenant, task, key string }
+
+// idemEntry is the item that holds a key, and the hash of its input.
+type idemEntry struct{ id, hash string }
 
 // NewMemory returns an empty Memory on clock (nil: real time) whose claims never lapse.
 func NewMemory(clock clockwork.Clock) *Memory {
@@ -34,14 +37,15 @@ func NewMemory(clock clockwork.Clock) *Memory {
 // NewMemoryWith returns an empty Memory with opts.
 func NewMemoryWith(opts Options) *Memory {
 	opts = opts.withDefaults()
-	return &Memory{opts: opts, meter: newMeter(opts.Metrics, opts.Clock), items: map[string]*Item{}, idem: map[idemKey]string{}}
+	return &Memory{opts: opts, meter: newMeter(opts.Metrics, opts.Clock), items: map[string]*Item{}, idem: map[idemKey]idemEntry{}}
 }
 
 // Kind names the store in /admin/status.
 func (m *Memory) Kind() string { return "memory" }
 
 // Enqueue stores a copy of item as pending; an item whose IdempotencyKey was queued before
-// for the same tenant and task returns the first item's id.
+// for the same tenant and task returns the first item's id, or ErrIdempotencyMismatch when
+// its input differs.
 func (m *Memory) Enqueue(ctx context.Context, item *Item) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -54,9 +58,14 @@ func (m *Memory) Enqueue(ctx context.Context, item *Item) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := idemKey{cp.Tenant, cp.Task, cp.IdempotencyKey}
+	var hash string
 	if cp.IdempotencyKey != "" {
-		if id, ok := m.idem[k]; ok {
-			return id, nil
+		hash = inputHash(cp.Input)
+		if e, ok := m.idem[k]; ok {
+			if e.hash != hash {
+				return "", ErrIdempotencyMismatch
+			}
+			return e.id, nil
 		}
 	}
 	cp.ID, cp.Status, cp.CreatedAt = NewID(now), StatusPending, now
@@ -66,7 +75,7 @@ func (m *Memory) Enqueue(ctx context.Context, item *Item) (string, error) {
 	}
 	m.items[cp.ID] = cp
 	if cp.IdempotencyKey != "" {
-		m.idem[k] = cp.ID
+		m.idem[k] = idemEntry{id: cp.ID, hash: hash}
 	}
 	m.meter.enqueued(cp.Task)
 	m.wroteLocked(cp.Task, now)

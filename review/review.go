@@ -1,8 +1,11 @@
 package review
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,7 +42,8 @@ type Item struct {
 	Task   string
 	Tenant string
 	// IdempotencyKey, when set, makes the item unique per (Tenant, Task, key): enqueueing it
-	// again returns the first item's id instead of queueing twice.
+	// again with the same Input (compared as canonical JSON) returns the first item's id
+	// instead of queueing twice; with another Input it is ErrIdempotencyMismatch.
 	IdempotencyKey string
 	Input          json.RawMessage
 	// Attempts are the tiers tried, with their outcomes and errors.
@@ -77,6 +81,11 @@ var (
 	ErrConflict = errors.New("review: conflict")
 	// ErrInvalid: an argument is malformed (an empty operator or reason, a bad cursor).
 	ErrInvalid = errors.New("review: invalid argument")
+	// ErrIdempotencyMismatch: Enqueue got an IdempotencyKey that an item of the same tenant
+	// and task holds already, with another input. Nothing was queued. The store keeps the
+	// key's input hash, so this holds across restarts; the caller answers it as a reused key
+	// (HTTP 422), never as a store failure.
+	ErrIdempotencyMismatch = errors.New("review: idempotency key reused with another input")
 )
 
 // ConflictError says why an item refused a change. errors.Is(err, ErrConflict) holds.
@@ -107,7 +116,9 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 type Queue interface {
 	// Enqueue commits item and returns its id. It returns only once the item is durable in
 	// the store's terms; any error means the item was not queued, and the caller must not
-	// report it as queued.
+	// report it as queued. An item whose IdempotencyKey an earlier item of its tenant and
+	// task holds returns that item's id when the inputs match, and ErrIdempotencyMismatch
+	// when they differ.
 	Enqueue(ctx context.Context, item *Item) (string, error)
 	// Get returns the item with id as tenant sees it: another tenant's item is ErrNotFound.
 	Get(ctx context.Context, tenant, id string) (*Item, error)
@@ -252,6 +263,28 @@ func NewID(now time.Time) string {
 		b[i] = alphabet[r[i-10]&31]
 	}
 	return "rv_" + string(b[:])
+}
+
+// inputHash is the hash an idempotency key's input is compared by: SHA-256 of the input as
+// canonical JSON (no insignificant space, object keys sorted, numbers as written), so that
+// the same input sent with other spacing or key order is the same input. No input hashes as
+// null.
+func inputHash(input json.RawMessage) string {
+	canon := []byte("null")
+	if len(input) > 0 {
+		d := json.NewDecoder(bytes.NewReader(input))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err == nil {
+			if b, err := json.Marshal(v); err == nil {
+				canon = b
+			}
+		} else {
+			canon = input // checkItem refused invalid JSON; hash the bytes all the same
+		}
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:])
 }
 
 // checkItem refuses an item that cannot be queued.

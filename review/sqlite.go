@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+	"modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 )
 
 // SQLite is the embedded durable Store: one database file in WAL mode, each write one
@@ -72,11 +72,45 @@ var migrations = []string{
 	CREATE INDEX items_status ON items (status, task, created_ns);
 	CREATE INDEX items_answered ON items (resolved_ns) WHERE resolved_ns <> 0;
 	CREATE TABLE probe (id INTEGER PRIMARY KEY CHECK (id = 1), at_ns INTEGER NOT NULL) STRICT;`,
+
+	// 2: the hash of a keyed item's input (inputHash), so that a key reused with another
+	// input is refused whatever the gateway's cache holds. Items from version 1 keep ''
+	// and are hashed from their input when their key comes again.
+	`ALTER TABLE items ADD COLUMN input_hash TEXT NOT NULL DEFAULT '';`,
+
+	// 3: each task's unanswered items, kept by triggers in the transaction that changes an
+	// item, so that the depth metric reads one row instead of counting the queue after each
+	// commit. Every store and process that writes the file keeps it, having migrated.
+	`CREATE TABLE task_depth (task TEXT PRIMARY KEY, unanswered INTEGER NOT NULL) STRICT;
+	INSERT INTO task_depth (task, unanswered)
+		SELECT task, COUNT(*) FROM items WHERE status IN ('pending', 'claimed') GROUP BY task;
+	CREATE TRIGGER items_depth_insert AFTER INSERT ON items
+		WHEN NEW.status IN ('pending', 'claimed')
+	BEGIN
+		INSERT INTO task_depth (task, unanswered) VALUES (NEW.task, 1)
+			ON CONFLICT (task) DO UPDATE SET unanswered = unanswered + 1;
+	END;
+	CREATE TRIGGER items_depth_update AFTER UPDATE OF status, task ON items
+		WHEN OLD.task <> NEW.task OR (OLD.status IN ('pending', 'claimed')) <> (NEW.status IN ('pending', 'claimed'))
+	BEGIN
+		UPDATE task_depth SET unanswered = unanswered - 1
+			WHERE task = OLD.task AND OLD.status IN ('pending', 'claimed');
+		INSERT INTO task_depth (task, unanswered) SELECT NEW.task, 1 WHERE NEW.status IN ('pending', 'claimed')
+			ON CONFLICT (task) DO UPDATE SET unanswered = unanswered + 1;
+	END;
+	CREATE TRIGGER items_depth_delete AFTER DELETE ON items
+		WHEN OLD.status IN ('pending', 'claimed')
+	BEGIN
+		UPDATE task_depth SET unanswered = unanswered - 1 WHERE task = OLD.task;
+	END;`,
 }
 
 // OpenSQLite opens (creating it if needed) the database at path and migrates its schema. It
 // fails when the file cannot be opened or written, is not a database, fails its integrity
-// check, or was written by a newer afloat.
+// check, or was written by a newer afloat. Whether it can write is proved by a commit at
+// open, so that read-only storage refuses to start (an error that says the store cannot
+// write) whether the database was closed cleanly or a kill -9 left its WAL: a store that
+// opens on storage it cannot write would answer 503 to every critical call instead.
 func OpenSQLite(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	if opts.ClaimTTL < 0 || opts.Retention < 0 || opts.PurgeEvery < 0 || opts.BusyTimeout < 0 {
 		return nil, fmt.Errorf("%w: negative duration in %+v", ErrInvalid, durations(opts))
@@ -108,9 +142,28 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*SQLite, error)
 	s := &SQLite{db: db, path: path, opts: opts, meter: newMeter(opts.Metrics, opts.Clock), turn: make(chan struct{}, 1)}
 	if err := s.init(ctx); err != nil {
 		_ = db.Close()
+		if cannotWrite(err) {
+			return nil, fmt.Errorf("review: open %s: the store cannot write the database or the WAL beside it (read-only storage or a missing folder): %w", path, err)
+		}
 		return nil, fmt.Errorf("review: open %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// SQLite's primary result codes (sqlite3.h) of a file the store cannot write.
+const (
+	sqliteReadOnly = 8  // SQLITE_READONLY: opened, but writes are refused
+	sqliteCantOpen = 14 // SQLITE_CANTOPEN: the file or its WAL cannot be opened for writing
+)
+
+// cannotWrite reports whether err is SQLite refusing to write the file or create its WAL.
+func cannotWrite(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff // the primary code of an extended one
+	return code == sqliteReadOnly || code == sqliteCantOpen
 }
 
 func (s *SQLite) init(ctx context.Context) error {
@@ -130,6 +183,12 @@ func (s *SQLite) init(ctx context.Context) error {
 	}
 	if err := s.migrate(ctx); err != nil {
 		return err
+	}
+	// A database whose WAL a kill -9 left on read-only storage opens and reads; only a
+	// commit shows that it cannot write.
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO probe (id, at_ns) VALUES (1, ?)
+		ON CONFLICT (id) DO UPDATE SET at_ns = excluded.at_ns`, s.opts.Clock.Now().UnixNano()); err != nil {
+		return fmt.Errorf("commit at open: %w", err)
 	}
 	if err := s.refreshAll(ctx); err != nil {
 		return err

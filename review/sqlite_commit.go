@@ -24,6 +24,7 @@ const maxBatch = 256
 type enqueueReq struct {
 	item                      *Item
 	input, attempts, versions string
+	hash                      string // inputHash of a keyed item's input; "" without a key
 	id                        string
 	created                   time.Time
 
@@ -33,6 +34,7 @@ type enqueueReq struct {
 	state    atomic.Int32
 	done     chan struct{}
 	inserted bool
+	mismatch bool // the key is another input's: nothing was inserted
 	err      error
 }
 
@@ -43,7 +45,8 @@ const (
 )
 
 // Enqueue commits the item as pending, synced to disk, and returns its id; an item whose
-// IdempotencyKey was queued before for the same tenant and task returns the first item's id.
+// IdempotencyKey was queued before for the same tenant and task returns the first item's id
+// when its input is the same (by inputHash), and ErrIdempotencyMismatch when it is not.
 // When ctx ends before a commit took the item, the item is not queued and Enqueue returns
 // ctx's error.
 func (s *SQLite) Enqueue(ctx context.Context, item *Item) (string, error) {
@@ -98,6 +101,9 @@ func newEnqueueReq(item *Item, now time.Time) (*enqueueReq, error) {
 	}
 	vj, _ := json.Marshal(versions)
 	r.attempts, r.versions = string(aj), string(vj)
+	if item.IdempotencyKey != "" {
+		r.hash = inputHash(item.Input)
+	}
 	return r, nil
 }
 
@@ -139,6 +145,9 @@ func (s *SQLite) commitPending() {
 	tasks := map[string]bool{}
 	for _, r := range batch {
 		r.err = err
+		if err == nil && r.mismatch {
+			r.err = ErrIdempotencyMismatch
+		}
 		if err == nil && r.inserted {
 			s.meter.enqueued(r.item.Task)
 			tasks[r.item.Task] = true
@@ -161,10 +170,10 @@ func (s *SQLite) insertBatch(ctx context.Context, batch []*enqueueReq) error {
 	defer tx.Rollback()
 	for _, r := range batch {
 		it := r.item
-		res, err := tx.ExecContext(ctx, `INSERT INTO items (id, task, tenant, idem_key, input, attempts, prompt_versions, status, created_ns)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)
+		res, err := tx.ExecContext(ctx, `INSERT INTO items (id, task, tenant, idem_key, input, attempts, prompt_versions, status, created_ns, input_hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)
 			ON CONFLICT (tenant, task, idem_key) WHERE idem_key <> '' DO NOTHING`,
-			r.id, it.Task, it.Tenant, it.IdempotencyKey, r.input, r.attempts, r.versions, r.created.UnixNano())
+			r.id, it.Task, it.Tenant, it.IdempotencyKey, r.input, r.attempts, r.versions, r.created.UnixNano(), r.hash)
 		if err != nil {
 			return err
 		}
@@ -173,10 +182,17 @@ func (s *SQLite) insertBatch(ctx context.Context, batch []*enqueueReq) error {
 			return err
 		}
 		if r.inserted = n == 1; !r.inserted {
-			err = tx.QueryRowContext(ctx, `SELECT id FROM items WHERE tenant = ? AND task = ? AND idem_key = ?`,
-				it.Tenant, it.Task, it.IdempotencyKey).Scan(&r.id)
+			var id, hash, input string
+			err = tx.QueryRowContext(ctx, `SELECT id, input_hash, input FROM items WHERE tenant = ? AND task = ? AND idem_key = ?`,
+				it.Tenant, it.Task, it.IdempotencyKey).Scan(&id, &hash, &input)
 			if err != nil {
 				return err
+			}
+			if hash == "" { // queued before schema version 2
+				hash = inputHash(json.RawMessage(input))
+			}
+			if r.mismatch = hash != r.hash; !r.mismatch {
+				r.id = id
 			}
 		}
 	}

@@ -312,7 +312,8 @@ func TestSQLiteGroupCommit(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			it := modItem("acme", strconv.Itoa(i))
-			if i >= n-4 {
+			if i >= n-4 { // one call retried: the same key and input
+				it = modItem("acme", "same")
 				it.IdempotencyKey = "same"
 			}
 			id, err := s.Enqueue(ctx, it)
