@@ -423,15 +423,18 @@ func (g *Gateway) readiness(ctx context.Context) error {
 
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readyTimeout)
 	defer cancel()
+	f.err = errors.New("the readiness probe panicked") // until it returns
+	defer func() { // also when a store's probe panics: the waiters must not hang
+		c.mu.Lock()
+		c.flight = nil
+		c.readyAt = time.Time{}
+		if f.err == nil {
+			c.readyAt = g.clock.Now()
+		}
+		c.mu.Unlock()
+		close(f.done)
+	}()
 	f.err = g.probeReady(pctx)
-	c.mu.Lock()
-	c.flight = nil
-	c.readyAt = time.Time{}
-	if f.err == nil {
-		c.readyAt = g.clock.Now()
-	}
-	c.mu.Unlock()
-	close(f.done)
 	return f.err
 }
 
