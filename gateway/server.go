@@ -423,8 +423,10 @@ func (g *Gateway) readiness(ctx context.Context) error {
 
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readyTimeout)
 	defer cancel()
-	f.err = errors.New("the readiness probe panicked") // until it returns
-	defer func() { // also when a store's probe panics: the waiters must not hang
+	// Until the probe returns, its answer is a failure; the deferred release runs also when a
+	// store's probe panics, so that the calls waiting on it never hang.
+	f.err = errors.New("the readiness probe panicked")
+	defer func() {
 		c.mu.Lock()
 		c.flight = nil
 		c.readyAt = time.Time{}
