@@ -312,3 +312,40 @@ func TestPromptSeriesExportedAtStart(t *testing.T) {
 		t.Fatalf("%d normalize series, want 4 steps", n)
 	}
 }
+
+// TestForcedToolChoiceRefusesText: with tool_choice naming a function (or "required"), a text
+// answer is a contract violation: re-asked with a message that asks for the call, then passed
+// on; a call of the right tool on the re-ask is the answer.
+func TestForcedToolChoiceRefusesText(t *testing.T) {
+	for _, choice := range []*afloat.ToolChoice{{Mode: "tool", Name: "get_order"}, {Mode: "required"}} {
+		t.Run(choice.Mode, func(t *testing.T) {
+			textThenCall := &fake{fn: func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+				if n == 0 {
+					return &afloat.Response{Content: "Your order A-17 is on its way.", FinishReason: "stop"}, nil
+				}
+				return callTool(`{"order_id": "A-17"}`)(ctx, req, n)
+			}}
+			_, r := newRoute(t, nil, nil, nil, textThenCall)
+			req := toolRequest()
+			req.ToolChoice = choice
+			rep, err := r.Complete(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Attempts) != 2 || rep.Attempts[0].Outcome != afloat.OutcomeContractViolation || len(rep.Response.ToolCalls) != 1 {
+				t.Fatalf("attempts %+v, answer %+v", rep.Attempts, rep.Response)
+			}
+			msgs := textThenCall.reqs[1].Messages
+			if last := msgs[len(msgs)-1]; last.Role != afloat.RoleUser || !strings.Contains(last.Content, "requires you to call") {
+				t.Errorf("re-ask %+v", last)
+			}
+		})
+	}
+	// "auto" accepts text.
+	_, r := newRoute(t, nil, nil, nil, &fake{fn: answer("plain text")})
+	req := toolRequest()
+	req.ToolChoice = &afloat.ToolChoice{Mode: "auto"}
+	if rep, err := r.Complete(context.Background(), req); err != nil || len(rep.Attempts) != 1 {
+		t.Fatalf("auto: %+v %v", rep, err)
+	}
+}

@@ -444,8 +444,22 @@ func (r *Route) ask(ctx context.Context, tr *tier, in *afloat.Request, below []t
 		return nil, nil
 	}
 	var chk normalize.ToolCheck // the last tool check, for a re-ask
+	forced := forcedTool(in.ToolChoice)
+	var notCalled string // the forced tool the last answer did not call
 	check := func(resp *afloat.Response) (*afloat.Response, error) {
+		chk, notCalled = normalize.ToolCheck{}, ""
+		if forced != "" && (len(resp.ToolCalls) == 0 || forced != "any tool" && !calls(resp.ToolCalls, forced)) {
+			notCalled = forced
+		}
 		switch {
+		case forced != "" && len(resp.ToolCalls) == 0:
+			// tool_choice asked for a call and the model wrote text: the answer to another
+			// question.
+			return nil, &afloat.ContractError{Stage: normalize.StageSchema,
+				Details: []string{"the request requires a tool call (" + forced + "), and the answer is text: call the tool"}}
+		case forced != "" && forced != "any tool" && !calls(resp.ToolCalls, forced):
+			return nil, &afloat.ContractError{Stage: normalize.StageSchema,
+				Details: []string{"the request requires a call of " + forced + ", and the answer calls another tool"}}
 		case len(resp.ToolCalls) > 0 && tools != nil:
 			chk = normalize.CheckToolCalls(resp.ToolCalls, tools)
 			if chk.Steps != 0 {
@@ -480,12 +494,50 @@ func (r *Route) ask(ctx context.Context, tr *tier, in *afloat.Request, below []t
 			return nil, refusal(r.onRefusal, tr, out)
 		}
 		tr.reasks.Inc()
-		if len(out.resp.ToolCalls) > 0 && tools != nil {
+		switch {
+		case notCalled != "":
+			next := *req
+			what := "a tool"
+			if notCalled != "any tool" {
+				what = "the tool " + notCalled
+			}
+			next.Messages = append(slices.Clip(req.Messages), afloat.Message{Role: afloat.RoleAssistant, Content: out.resp.Content},
+				afloat.Message{Role: afloat.RoleUser, Content: "This request requires you to call " + what + ". Call it now, with arguments that fit its parameters, instead of answering in text."})
+			req = &next
+		case chk.Err != nil:
 			req = toolReaskRequest(req, out.resp, chk, tools)
-		} else {
-			req = r.e.reaskRequest(tr, req, out.resp.Content, out.err, c.Schema())
+		default:
+			var schema json.RawMessage
+			if c != nil {
+				schema = c.Schema()
+			}
+			req = r.e.reaskRequest(tr, req, out.resp.Content, out.err, schema)
 		}
 	}
+}
+
+// forcedTool names the tool call that tool_choice requires: the named function, "any tool"
+// for "required", "" when none is required.
+func forcedTool(tc *afloat.ToolChoice) string {
+	switch {
+	case tc == nil:
+		return ""
+	case tc.Mode == "required":
+		return "any tool"
+	case tc.Mode == "tool" && tc.Name != "":
+		return tc.Name
+	}
+	return ""
+}
+
+// calls reports whether one of the calls is of the tool named name.
+func calls(tcs []afloat.ToolCall, name string) bool {
+	for _, c := range tcs {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // toolReaskRequest appends the model's tool calls to the conversation and answers each with
