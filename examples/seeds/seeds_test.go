@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/afloat-dev/afloat/config"
+	"github.com/afloat-dev/afloat/normalize"
 )
 
 // setEnv sets the seeds' variables, with a CA file of a throwaway certificate.
@@ -77,5 +78,39 @@ func TestSeedsConfigNamesMissingVariables(t *testing.T) {
 				t.Fatalf("check = %v, want an error naming %s", err, v)
 			}
 		})
+	}
+}
+
+// TestSeedsPromptFixtures: each of the seeds' three prompts has recorded-style fixtures (what
+// GigaChat, YandexGPT and T-Lite return for a ticket), and each passes through the task's
+// contract as expected; `afloat prompts test -c examples/seeds/afloat.yaml` runs the same.
+func TestSeedsPromptFixtures(t *testing.T) {
+	setEnv(t)
+	f, err := config.Load("afloat.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := f.Task("triage")
+	schema, err := os.ReadFile(task.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contract, err := normalize.Compile("triage", schema, normalize.WithSynonyms(task.Synonyms))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range task.Cascade {
+		fixtures, err := normalize.LoadFixtures(normalize.FixtureDir(tr.Prompt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fixtures) < 2 {
+			t.Errorf("%s: %d fixtures, want at least 2", filepath.Base(tr.Prompt), len(fixtures))
+		}
+		for _, fx := range fixtures {
+			if r := contract.RunFixture(fx); !r.Pass {
+				t.Errorf("%s/%s: %s", filepath.Base(tr.Prompt), fx.Name, r.Problem)
+			}
+		}
 	}
 }
