@@ -65,6 +65,11 @@ type Request struct {
 	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
 	// MaxTokens caps the answer; 0 leaves it to the provider.
 	MaxTokens int `json:"max_tokens,omitempty"`
+	// MaxTokensParam is the name the client gave MaxTokens, "max_tokens" or
+	// "max_completion_tokens" ("" means max_tokens). An adapter for OpenAI itself sends the
+	// cap under the client's name, since its reasoning models refuse max_tokens; adapters of
+	// servers that know only max_tokens send that.
+	MaxTokensParam string `json:"max_tokens_param,omitempty"`
 	// Temperature is nil to leave it to the provider.
 	Temperature *float64 `json:"temperature,omitempty"`
 	// Task names the task or route the call serves, for adapters that simulate or log.

@@ -2,17 +2,21 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/cascade"
 )
 
@@ -170,12 +174,12 @@ func decodeChatRequest(body []byte) (*chatRequest, *afloat.Request, error) {
 	}
 	switch {
 	case cr.MaxCompletionTokens != nil:
-		req.MaxTokens = *cr.MaxCompletionTokens
+		req.MaxTokens, req.MaxTokensParam = *cr.MaxCompletionTokens, "max_completion_tokens"
 	case cr.MaxTokens != nil:
-		req.MaxTokens = *cr.MaxTokens
+		req.MaxTokens, req.MaxTokensParam = *cr.MaxTokens, "max_tokens"
 	}
 	if req.MaxTokens < 0 {
-		return nil, nil, badParam("max_tokens", "max_tokens must not be negative")
+		return nil, nil, badParam(req.MaxTokensParam, "%s must not be negative", req.MaxTokensParam)
 	}
 	if t := cr.Temperature; t != nil {
 		if *t < 0 || *t > 2 {
@@ -274,8 +278,9 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 	if !jsonBody(w, r) {
 		return
 	}
-	body, ok := readBody(w, r)
-	if !ok {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		bodyError(w, r, err)
 		return
 	}
 	cr, req, err := decodeChatRequest(body)
@@ -341,7 +346,7 @@ func (g *Gateway) chatFailed(w http.ResponseWriter, r *http.Request, rep *cascad
 			reason = string(rep.Reason)
 		}
 		setAfloatHeaders(w.Header(), afloat.SourceUnavailable, "", true)
-		setRetryAfter(w, 30*time.Second)
+		setRetryAfter(w, g.retryAfter(r.Context(), rep))
 		// OpenAI's SDKs retry a 503 twice, waiting out Retry-After each time: a client would
 		// hang for a minute before it sees that the feature is off. This header stops that.
 		w.Header().Set("X-Should-Retry", "false")
@@ -354,6 +359,39 @@ func (g *Gateway) chatFailed(w http.ResponseWriter, r *http.Request, rep *cascad
 		writeChatError(w, http.StatusInternalServerError, "server_error", "internal", "the route failed", "")
 	}
 	return true
+}
+
+// maxRetryAfter is the longest Retry-After of an exhausted route, and the one it gives when
+// no breaker of the route is open (its providers failed but may answer the next call).
+const maxRetryAfter = 30 * time.Second
+
+// retryAfter is how long a client should wait before it calls an exhausted route again:
+// until the first breaker among the providers the call tried may admit a probe, between 1 s
+// and maxRetryAfter. The Reply's attempts name those providers, breakers that were open
+// included (their attempts are the skips). An upstream's own Retry-After counts only through
+// its breaker, whose open period a throttled answer lengthens to the hint; a hint shorter
+// than the period is not in the Reply.
+func (g *Gateway) retryAfter(ctx context.Context, rep *cascade.Reply) time.Duration {
+	wait := maxRetryAfter
+	if rep == nil {
+		return wait
+	}
+	now := g.clock.Now()
+	seen := map[string]bool{}
+	for _, a := range rep.Attempts {
+		if seen[a.Provider] {
+			continue
+		}
+		seen[a.Provider] = true
+		br := g.cfg.Engine.Breaker(a.Provider)
+		if br == nil {
+			continue
+		}
+		if snap := br.Snapshot(ctx); snap.State == breaker.StateOpen && !snap.Until.IsZero() {
+			wait = min(wait, max(snap.Until.Sub(now), time.Second))
+		}
+	}
+	return wait
 }
 
 func setAfloatHeaders(h http.Header, source afloat.Source, provider string, degraded bool) {
@@ -572,4 +610,43 @@ func (g *Gateway) chatStream(w http.ResponseWriter, r *http.Request, cr *chatReq
 	if flusher != nil {
 		flusher.Flush()
 	}
+}
+
+// modelJSON is one entry of GET /v1/models: a route, in OpenAI's model shape.
+type modelJSON struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// modelOf is a route as a model. A route has no date of its own: Created is now.
+func (g *Gateway) modelOf(name string) modelJSON {
+	return modelJSON{ID: name, Object: "model", Created: g.clock.Now().Unix(), OwnedBy: "afloat"}
+}
+
+// models answers GET /v1/models: the routes, by name, in OpenAI's list shape. Every tenant
+// sees every route, as every tenant may call them.
+func (g *Gateway) models(w http.ResponseWriter, r *http.Request) {
+	names := make([]string, 0, len(g.cfg.Routes))
+	for name := range g.cfg.Routes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	data := make([]modelJSON, 0, len(names))
+	for _, name := range names {
+		data = append(data, g.modelOf(name))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// model answers GET /v1/models/{model}: one route, or 404 in OpenAI's shape.
+func (g *Gateway) model(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("model")
+	if _, ok := g.cfg.Routes[name]; !ok {
+		writeChatError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
+			fmt.Sprintf("no route %q: a model is an afloat route", name), "model")
+		return
+	}
+	writeJSON(w, http.StatusOK, g.modelOf(name))
 }

@@ -2,18 +2,30 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// apiError is the body of every error: {"error": {"code": …, "message": …}}. Chat errors
-// also carry OpenAI's "type" and "param", so that OpenAI's SDKs read them.
+// apiError is the body of every error of afloat's own API: {"error": {"code": …, "message":
+// …}}. The "type" is set on the error events of a stream.
 type apiError struct {
 	Code    string  `json:"code"`
 	Message string  `json:"message"`
 	Type    string  `json:"type,omitempty"`
 	Param   *string `json:"param,omitempty"`
+}
+
+// chatError is an error in OpenAI's shape, {"error": {"message", "type", "param", "code"}},
+// every key present (param null when no parameter is at fault), as OpenAI's SDKs read it.
+type chatError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -24,30 +36,68 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// writeError writes an error in afloat's shape; requestError picks the shape by the path.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, map[string]apiError{"error": {Code: code, Message: msg}})
 }
 
 // writeChatError writes an error in OpenAI's shape.
 func writeChatError(w http.ResponseWriter, status int, typ, code, msg, param string) {
-	e := apiError{Code: code, Message: msg, Type: typ}
+	e := chatError{Code: code, Message: msg, Type: typ}
 	if param != "" {
 		e.Param = &param
 	}
-	writeJSON(w, status, map[string]apiError{"error": e})
+	writeJSON(w, status, map[string]chatError{"error": e})
+}
+
+// openAIPath reports whether path belongs to the OpenAI-compatible API, whose every error
+// is in OpenAI's shape.
+func openAIPath(path string) bool {
+	return path == "/v1/chat/completions" || path == "/v1/models" || strings.HasPrefix(path, "/v1/models/")
+}
+
+// openAIType is OpenAI's error type for a status.
+func openAIType(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status >= 500:
+		return "server_error"
+	default:
+		return "invalid_request_error"
+	}
+}
+
+// requestError writes an error in the shape of the API called: OpenAI's, its type taken
+// from the status, on the OpenAI-compatible paths; afloat's elsewhere.
+func requestError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	if openAIPath(r.URL.Path) {
+		writeChatError(w, status, openAIType(status), code, msg, "")
+		return
+	}
+	writeError(w, status, code, msg)
+}
+
+// bodyError answers a body that could not be read: 413 when it is over the limit.
+func bodyError(w http.ResponseWriter, r *http.Request, err error) {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		requestError(w, r, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body over %d bytes", mbe.Limit))
+		return
+	}
+	requestError(w, r, http.StatusBadRequest, "bad_body", "could not read the body: "+err.Error())
 }
 
 // internalMessage is all a client learns of a panic; the log has the rest.
 const internalMessage = "internal error"
 
-// writeInternal answers a panic with a 500 in the shape of the API called: OpenAI's for chat
-// completions.
+// writeInternal answers a panic with a 500 in the shape of the API called.
 func writeInternal(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/v1/chat/completions" {
-		writeChatError(w, http.StatusInternalServerError, "server_error", "internal", internalMessage, "")
-		return
-	}
-	writeError(w, http.StatusInternalServerError, "internal", internalMessage)
+	requestError(w, r, http.StatusInternalServerError, "internal", internalMessage)
 }
 
 func setRetryAfter(w http.ResponseWriter, d time.Duration) {

@@ -24,7 +24,7 @@ import (
 )
 
 // FlagStore is where the kill switches live: read on every call, replaced by PUT
-// /admin/flags. *flags.Memory implements it.
+// /admin/flags (PATCH merges into it). *flags.Memory implements it.
 type FlagStore interface {
 	flags.Source
 	// Set replaces the whole document; an invalid one is an error and changes nothing.
@@ -145,10 +145,13 @@ func New(cfg Config) (*Gateway, error) {
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/tasks/{task}", g.client(http.HandlerFunc(g.task)))
 	mux.Handle("POST /v1/chat/completions", g.client(http.HandlerFunc(g.chat)))
+	mux.Handle("GET /v1/models", g.client(http.HandlerFunc(g.models)))
+	mux.Handle("GET /v1/models/{model}", g.client(http.HandlerFunc(g.model)))
 	mux.Handle("GET /v1/reviews/{id}", g.client(http.HandlerFunc(g.reviewStatus)))
 	mux.Handle("GET /admin/status", g.admin(http.HandlerFunc(g.status)))
 	mux.Handle("GET /admin/flags", g.admin(http.HandlerFunc(g.getFlags)))
 	mux.Handle("PUT /admin/flags", g.admin(http.HandlerFunc(g.putFlags)))
+	mux.Handle("PATCH /admin/flags", g.admin(http.HandlerFunc(g.patchFlags)))
 	mux.Handle("PUT /admin/breakers/{provider}", g.admin(http.HandlerFunc(g.putBreaker)))
 	mux.Handle("PUT /admin/faults/{provider}", g.admin(http.HandlerFunc(g.putFault)))
 	mux.Handle("DELETE /admin/faults/{provider}", g.admin(http.HandlerFunc(g.deleteFault)))
@@ -161,18 +164,19 @@ func New(cfg Config) (*Gateway, error) {
 	// A known path with another method is 405 with Allow, in the JSON error shape.
 	for path, allow := range map[string]string{
 		"/v1/tasks/{task}": "POST", "/v1/chat/completions": "POST", "/v1/reviews/{id}": "GET",
-		"/admin/status": "GET", "/admin/flags": "GET, PUT", "/admin/breakers/{provider}": "PUT",
+		"/v1/models": "GET", "/v1/models/{model}": "GET",
+		"/admin/status": "GET", "/admin/flags": "GET, PUT, PATCH", "/admin/breakers/{provider}": "PUT",
 		"/admin/faults/{provider}": "PUT, DELETE", "/metrics": "GET", "/healthz": "GET", "/readyz": "GET",
 		"/admin/reviews": "GET", "/admin/reviews/{id}": "GET", "/admin/reviews/{id}/claim": "POST",
-		"/admin/reviews/{id}/resolve": "POST", "/admin/reviews/{id}/reject": "POST",
+		"/admin/reviews/{id}/resolve": "POST", "/admin/reviews/{id}/reject": "POST", "/admin/reviews/{id}/release": "POST",
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" "+r.URL.Path+": allowed "+allow)
+			requestError(w, r, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" "+r.URL.Path+": allowed "+allow)
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+		requestError(w, r, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	g.handler = g.accessLog(g.recover(oneAuthorization(mux)))
 	return g, nil
@@ -184,7 +188,7 @@ func New(cfg Config) (*Gateway, error) {
 func oneAuthorization(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(r.Header.Values("Authorization")) > 1 {
-			writeError(w, http.StatusBadRequest, "invalid_authorization", "more than one Authorization header: send one")
+			requestError(w, r, http.StatusBadRequest, "invalid_authorization", "more than one Authorization header: send one")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -207,12 +211,12 @@ func (g *Gateway) client(next http.Handler) http.Handler {
 			key, ok := bearer(r)
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="afloat"`)
-				writeError(w, http.StatusUnauthorized, "unauthorized", "missing client key: send Authorization: Bearer <key>")
+				requestError(w, r, http.StatusUnauthorized, "unauthorized", "missing client key: send Authorization: Bearer <key>")
 				return
 			}
 			if tenant, ok = g.tenantOf(key); !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="afloat"`)
-				writeError(w, http.StatusUnauthorized, "unauthorized", "unknown client key")
+				requestError(w, r, http.StatusUnauthorized, "unauthorized", "unknown client key")
 				return
 			}
 		}
@@ -275,7 +279,7 @@ func jsonBody(w http.ResponseWriter, r *http.Request) bool {
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf("content type %q: send application/json", ct))
+		requestError(w, r, http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf("content type %q: send application/json", ct))
 		return false
 	}
 	return true

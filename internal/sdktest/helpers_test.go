@@ -53,8 +53,8 @@ routes:
 }
 
 // serve builds the config as `afloat serve` does and serves its gateway on a loopback
-// listener, in process; both stop when the test ends.
-func serve(t *testing.T, yaml string) string {
+// listener, in process; both stop when the test ends. opts change the gateway's config.
+func serve(t *testing.T, yaml string, opts ...func(*gateway.Config)) string {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "afloat.yaml")
@@ -70,14 +70,41 @@ func serve(t *testing.T, yaml string) string {
 		t.Fatalf("build: %v", err)
 	}
 	t.Cleanup(func() { rt.Close() })
-	gw, err := gateway.New(gateway.Config{Engine: rt.Engine, Tasks: rt.Tasks, Routes: rt.Routes, Faults: rt.Faults,
-		Flags: rt.Flags, Review: rt.Review, Gatherer: rt.Registry})
+	cfg := gateway.Config{Engine: rt.Engine, Tasks: rt.Tasks, Routes: rt.Routes, Faults: rt.Faults,
+		Flags: rt.Flags, Review: rt.Review, Gatherer: rt.Registry}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	gw, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// The routes of tenanted, by name, and the key of its one tenant.
+var tenantedRoutes = []string{"assist", route}
+
+const tenantKey = "sdk-test-key"
+
+// tenanted serves routes "chat" and "assist" over one healthy upstream to a tenant whose
+// key is tenantKey, and returns the gateway's base URL (without /v1).
+func tenanted(t *testing.T) string {
+	t.Helper()
+	up := fs.New(t, fs.Config{Model: "primary-model-7b"})
+	yaml := fmt.Sprintf(`providers:
+  primary: {type: openai, base_url: %q, model: primary-model-7b}
+routes:
+  %s:
+    criticality: assistance
+    cascade: [primary]
+  assist:
+    criticality: assistance
+    cascade: [primary]
+`, up.URL+"/v1", route)
+	return serve(t, yaml, func(c *gateway.Config) { c.Tenants = map[string][]string{"acme": {tenantKey}} })
 }
 
 // wantContinuation checks that the backup was asked to continue the primary's 40 tokens, so

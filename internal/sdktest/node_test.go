@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -31,7 +32,7 @@ func needTool(t *testing.T, name string) string {
 func installOpenAI(t *testing.T, npm string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, name := range []string{"package.json", "stream.mjs"} {
+	for _, name := range []string{"package.json", "stream.mjs", "api.mjs"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			t.Fatal(err)
@@ -102,4 +103,63 @@ func TestNodeOpenAIReadsContinuedStream(t *testing.T) {
 		t.Errorf("finalChatCompletion gave %+v; want one choice, the text %q, finish reason stop", h, want)
 	}
 	wantContinuation(t, backup, 2)
+}
+
+// nodeAPIResult is what api.mjs prints.
+type nodeAPIResult struct {
+	Models []string       `json:"models"`
+	Errors []nodeAPIError `json:"errors"`
+	Error  string         `json:"error"`
+}
+
+type nodeAPIError struct {
+	Class  string  `json:"class"`
+	Status int     `json:"status"`
+	Type   string  `json:"type"`
+	Code   string  `json:"code"`
+	Param  *string `json:"param"`
+}
+
+// TestNodeOpenAIListsRoutesAndReadsErrors: the Node `openai` package lists the routes with
+// models.list(), and reads afloat's errors as its APIError subclasses with OpenAI's type,
+// code and param.
+func TestNodeOpenAIListsRoutesAndReadsErrors(t *testing.T) {
+	node := needTool(t, "node")
+	npm := needTool(t, "npm")
+	dir := installOpenAI(t, npm)
+	base := tenanted(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "api.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "AFLOAT_BASE_URL="+base+"/v1", "AFLOAT_MODEL="+route, "AFLOAT_KEY="+tenantKey)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var res nodeAPIResult
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); err != nil {
+		t.Fatalf("node api.mjs: %v; stdout %q, stderr:\n%s", runErr, stdout.String(), stderr.String())
+	}
+	if res.Error != "" || runErr != nil {
+		t.Fatalf("api.mjs failed: %s (%v); stderr:\n%s", res.Error, runErr, stderr.String())
+	}
+	if !slices.Equal(res.Models, tenantedRoutes) {
+		t.Errorf("models.list() gave %v, want the routes %v", res.Models, tenantedRoutes)
+	}
+	model := "model"
+	wantErrs := []nodeAPIError{
+		{Class: "AuthenticationError", Status: 401, Type: "authentication_error", Code: "unauthorized"},
+		{Class: "NotFoundError", Status: 404, Type: "invalid_request_error", Code: "model_not_found", Param: &model},
+		{Class: "AuthenticationError", Status: 401, Type: "authentication_error", Code: "unauthorized"},
+	}
+	if len(res.Errors) != len(wantErrs) {
+		t.Fatalf("errors %+v, want %d", res.Errors, len(wantErrs))
+	}
+	for i, w := range wantErrs {
+		g := res.Errors[i]
+		if g.Class != w.Class || g.Status != w.Status || g.Type != w.Type || g.Code != w.Code || (g.Param == nil) != (w.Param == nil) || (g.Param != nil && *g.Param != *w.Param) {
+			t.Errorf("error %d: %+v (param %v), want %+v (param %v)", i, g, g.Param, w, w.Param)
+		}
+	}
 }

@@ -46,6 +46,20 @@ func TestDialectRequestShape(t *testing.T) {
 			head + `,"tools":[` + toolA + `,` + toolB + `],"tool_choice":"auto"}`},
 		{"yandex json schema as documented", DialectYandex, afloat.Request{Messages: msgs, ResponseFormat: schema},
 			head + `,"response_format":{"type":"json_schema","json_schema":{"name":"triage","schema":` + params + `,"strict":true}}}`},
+		{"openai max_completion_tokens by the client's name", DialectOpenAI, afloat.Request{Messages: msgs, MaxTokens: 64, MaxTokensParam: "max_completion_tokens"},
+			head + `,"max_completion_tokens":64}`},
+		{"default dialect max_completion_tokens by the client's name", "", afloat.Request{Messages: msgs, MaxTokens: 64, MaxTokensParam: "max_completion_tokens"},
+			head + `,"max_completion_tokens":64}`},
+		{"openai max_tokens by the client's name", DialectOpenAI, afloat.Request{Messages: msgs, MaxTokens: 64, MaxTokensParam: "max_tokens"},
+			head + `,"max_tokens":64}`},
+		{"vllm max_completion_tokens as max_tokens", DialectVLLM, afloat.Request{Messages: msgs, MaxTokens: 64, MaxTokensParam: "max_completion_tokens"},
+			head + `,"max_tokens":64}`},
+		{"llama.cpp max_completion_tokens as max_tokens", DialectLlamaCpp, afloat.Request{Messages: msgs, MaxTokens: 64, MaxTokensParam: "max_completion_tokens"},
+			head + `,"max_tokens":64}`},
+		{"ollama max_completion_tokens as max_tokens", DialectOllama, afloat.Request{Messages: msgs, MaxTokens: 64, MaxTokensParam: "max_completion_tokens"},
+			head + `,"max_tokens":64}`},
+		{"yandex max_completion_tokens as max_tokens", DialectYandex, afloat.Request{Messages: msgs, MaxTokens: 64, MaxTokensParam: "max_completion_tokens"},
+			head + `,"max_tokens":64}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

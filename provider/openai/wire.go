@@ -19,9 +19,12 @@ type chatRequest struct {
 	ToolChoice     any             `json:"tool_choice,omitempty"`
 	ResponseFormat *responseFormat `json:"response_format,omitempty"`
 	MaxTokens      int             `json:"max_tokens,omitempty"`
-	Temperature    *float64        `json:"temperature,omitempty"`
-	Stream         bool            `json:"stream,omitempty"`
-	StreamOptions  *streamOptions  `json:"stream_options,omitempty"`
+	// MaxCompletionTokens is OpenAI's newer name of the cap, the only one its reasoning
+	// models take; sent instead of MaxTokens when the client used it.
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64       `json:"temperature,omitempty"`
+	Stream              bool           `json:"stream,omitempty"`
+	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
 	// ContinueFinalMessage and AddGenerationPrompt are vLLM's assistant prefill: the final
 	// assistant message is continued rather than followed by a new turn.
 	ContinueFinalMessage bool  `json:"continue_final_message,omitempty"`
@@ -136,6 +139,12 @@ func encodeFor(req *afloat.Request, model string, stream bool, dialect string) (
 	}
 	if req.MaxTokens < 0 {
 		return nil, fmt.Errorf("max tokens %d is negative", req.MaxTokens)
+	}
+	// OpenAI's reasoning models refuse max_tokens, so the cap goes by the client's name;
+	// the other servers may know only max_tokens (vLLM, llama.cpp and Ollama follow the
+	// older API, Yandex documents max_tokens alone).
+	if req.MaxTokensParam == "max_completion_tokens" && (dialect == "" || dialect == DialectOpenAI) {
+		w.MaxTokens, w.MaxCompletionTokens = 0, req.MaxTokens
 	}
 	if stream {
 		w.Stream = true
