@@ -82,7 +82,8 @@ type Runtime struct {
 }
 
 // Build makes the file live: it builds each provider's adapter (no connection is made), its
-// guards, and every task and route over them. f must come from Load or Parse, which fill in
+// guards, and every task and route over them, and renders every prompt template with a
+// sample of its task's input fields. f must come from Load or Parse, which fill in
 // the defaults Build relies on. Every problem found is returned at once, as Errors.
 func (f *File) Build(opts BuildOptions) (*Runtime, error) {
 	opts.openReview = true
@@ -101,9 +102,6 @@ type builder struct {
 	log   *slog.Logger
 	rt    *Runtime
 	errs  Errors
-	// prompts are each task's templates by tier, nil where a template did not parse, kept
-	// even when the task did not build so that Check renders them.
-	prompts map[string][]*prompt.Template
 }
 
 func (b *builder) errorf(path, format string, args ...any) {
@@ -119,7 +117,7 @@ func (b *builder) line(path string) int {
 // provider whose adapter cannot be built is stood in for by one that always fails, so that
 // the tasks over it are still checked.
 func (f *File) build(opts BuildOptions) *builder {
-	b := &builder{f: f, clock: opts.Clock, log: opts.Logger, prompts: map[string][]*prompt.Template{}}
+	b := &builder{f: f, clock: opts.Clock, log: opts.Logger}
 	if b.clock == nil {
 		b.clock = clockwork.NewRealClock()
 	}
@@ -404,8 +402,7 @@ func (b *builder) taskConfig(t *Task) (cascade.TaskConfig, bool) {
 		}
 		cfg.Schema = schema
 	}
-	templates := make([]*prompt.Template, len(t.Cascade))
-	b.prompts[t.Name] = templates
+	templates := make([]*prompt.Template, len(t.Cascade)) // nil where a template did not parse
 	for i, tr := range t.Cascade {
 		if tr.Prompt == "" {
 			ok = false // reported by validation
@@ -432,6 +429,7 @@ func (b *builder) taskConfig(t *Task) (cascade.TaskConfig, bool) {
 			ok = false
 		}
 	}
+	ok = b.renderSamples(t, templates) && ok
 	if len(t.Heuristic) > 0 {
 		rules := make(cascade.Rules, len(t.Heuristic))
 		for i, r := range t.Heuristic {
@@ -440,6 +438,31 @@ func (b *builder) taskConfig(t *Task) (cascade.TaskConfig, bool) {
 		cfg.Heuristic = rules
 	}
 	return cfg, ok
+}
+
+// renderSamples renders each of a task's templates with a sample input of the task's input
+// fields (see sampleInput), as a call would, and reports whether all rendered. A template
+// that reads a field the task's input schema does not declare fails here rather than on
+// every call at run time.
+func (b *builder) renderSamples(t *Task, templates []*prompt.Template) bool {
+	in := sampleInput(t.Input, templateFields(templates))
+	ok := true
+	for i, tpl := range templates {
+		if tpl == nil {
+			continue
+		}
+		if _, err := tpl.Render(in); err != nil {
+			p := fmt.Sprintf("tasks.%s.cascade[%d].prompt", t.Name, i)
+			var mi *prompt.MissingInputError
+			if errors.As(err, &mi) && len(t.Input) > 0 {
+				b.errorf(p, "reads %q, which tasks.%s.input does not declare (it declares %s)", mi.Field, t.Name, strings.Join(t.Input.Names(), ", "))
+			} else {
+				b.errorf(p, "rendering with a sample input: %v", err)
+			}
+			ok = false
+		}
+	}
+	return ok
 }
 
 // reaskPrompt parses a tier's re-ask template; "" is none.

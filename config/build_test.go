@@ -17,7 +17,6 @@ import (
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/cascade"
-	"github.com/afloat-dev/afloat/prompt"
 	"github.com/afloat-dev/afloat/provider/fault"
 	"github.com/afloat-dev/afloat/review"
 )
@@ -161,7 +160,6 @@ func TestBuildNoneMeansNone(t *testing.T) {
 			if pc.Retry.Max != tc.retryMax {
 				t.Errorf("RetryConfig.Max %d, want %d", pc.Retry.Max, tc.retryMax)
 			}
-			b.prompts = map[string][]*prompt.Template{}
 			tc2, _ := b.taskConfig(f.Task("triage")) // the files are absent: only the numbers count
 			if tc2.MaxReasks != tc.maxReasks {
 				t.Errorf("TaskConfig.MaxReasks %d, want %d", tc2.MaxReasks, tc.maxReasks)

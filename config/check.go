@@ -2,10 +2,14 @@ package config
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 
 	"github.com/afloat-dev/afloat/cascade"
@@ -13,46 +17,145 @@ import (
 )
 
 // Check validates the config file at path as `afloat check` does: everything Load and Build
-// check (without binding a port or calling a provider), then it renders every template with a
-// sample input built from the task's input fields. It returns every error found, as Errors,
-// and warnings about a config that works but may not do what was meant: a single-tier
-// cascade, heuristic rules no policy uses, keys this build does not apply.
+// check, rendering every template with a sample input built from the task's input fields
+// included, without binding a port, opening a store or calling a provider, and what serve
+// refuses beside (open access off loopback). It returns every error found, as Errors, and
+// warnings about a config that works but may not do what was meant: a single-tier cascade,
+// heuristic rules no policy uses, keys this build does not apply.
 func Check(path string) (warnings []string, err error) {
-	data, err := os.ReadFile(path)
+	data, dir, err := read(path)
 	if err != nil {
 		return nil, err
+	}
+	return check(data, dir, os.LookupEnv, false)
+}
+
+// CheckOffline is Check on a machine without the deployment's secrets: a ${VAR} the
+// environment lacks, and that has no default, is given a placeholder (see OfflineEnv), and a
+// provider's ca_file that is absent is a warning rather than an error, so that the
+// structure, templates and schemas are checked without credentials. placeholders names the
+// variables that were given a placeholder, sorted.
+func CheckOffline(path string) (warnings, placeholders []string, err error) {
+	data, dir, err := read(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	env := OfflineEnv(data, os.LookupEnv)
+	warnings, err = check(data, dir, env.Lookup, true)
+	return warnings, env.Placeholders(), err
+}
+
+// LoadOffline is Load with OfflineEnv: a config whose unset variables are placeholders, for
+// the tools that need no credentials (`afloat prompts test`). placeholders names them.
+func LoadOffline(path string) (f *File, placeholders []string, err error) {
+	data, dir, err := read(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	env := OfflineEnv(data, os.LookupEnv)
+	f, err = Parse(data, dir, env.Lookup)
+	return f, env.Placeholders(), err
+}
+
+// read returns the file at path and its folder, absolute.
+func read(path string) ([]byte, string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", err
 	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return check(data, dir, os.LookupEnv)
+	return data, dir, nil
 }
 
-func check(data []byte, dir string, env func(string) (string, bool)) ([]string, error) {
+// Placeholder is the value OfflineEnv gives a variable the environment lacks. It is a URL so
+// that it also fits where a URL is expected (base_url, a webhook).
+const Placeholder = "http://placeholder.invalid/afloat-offline"
+
+// Env is an environment for Parse that stands in for the variables the process lacks. It is
+// not safe for concurrent use.
+type Env struct {
+	lookup func(string) (string, bool)
+	bare   map[string]bool // variables the text writes as ${NAME}, without a default
+	used   map[string]bool
+}
+
+// bareVar is a ${NAME} without a default.
+var bareVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// OfflineEnv returns an environment for Parse of data that looks variables up with lookup
+// and gives Placeholder to one it lacks that data writes without a default. A variable
+// written only as ${NAME:-default} is left unset, so that its default applies as it would
+// in production.
+func OfflineEnv(data []byte, lookup func(string) (string, bool)) *Env {
+	e := &Env{lookup: lookup, bare: map[string]bool{}, used: map[string]bool{}}
+	for _, m := range bareVar.FindAllSubmatch(data, -1) {
+		e.bare[string(m[1])] = true
+	}
+	return e
+}
+
+// Lookup is the environment to pass to Parse.
+func (e *Env) Lookup(name string) (string, bool) {
+	if v, ok := e.lookup(name); ok {
+		return v, true
+	}
+	if !e.bare[name] {
+		return "", false
+	}
+	e.used[name] = true
+	return Placeholder, true
+}
+
+// Placeholders returns the variables Lookup gave a placeholder, sorted.
+func (e *Env) Placeholders() []string {
+	out := make([]string, 0, len(e.used))
+	for name := range e.used {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func check(data []byte, dir string, env func(string) (string, bool), offline bool) ([]string, error) {
 	f, errs := parse(data, dir, env)
 	if f == nil {
 		return nil, errs.err()
+	}
+	var absent []string
+	if offline {
+		absent = absentCAFiles(f)
 	}
 	b := f.build(BuildOptions{})
 	errs = append(errs, b.errs...)
 	if f.Review.Store == "postgres" {
 		errs = append(errs, &Error{Path: "review.store", Line: f.Line("review.store"), Msg: "postgres is not available in this build: use sqlite"})
 	}
-	for _, t := range f.Tasks {
-		templates := b.prompts[t.Name]
-		in := sampleInput(t.Input, templateFields(templates))
-		for i, tpl := range templates {
-			if tpl == nil {
-				continue
-			}
-			if _, err := tpl.Render(in); err != nil {
-				p := fmt.Sprintf("tasks.%s.cascade[%d].prompt", t.Name, i)
-				errs = append(errs, &Error{Path: p, Line: f.Line(p), Msg: fmt.Sprintf("rendering with a sample input: %v", err)})
-			}
+	if host, _, err := net.SplitHostPort(f.Server.Listen); err == nil && len(f.Tenants) == 0 && !Loopback(host) {
+		errs = append(errs, &Error{Path: "server.listen", Line: f.Line("server.listen"),
+			Msg: fmt.Sprintf("%s is not a loopback address and there are no tenants: open access is served on loopback only (serve refuses it)", f.Server.Listen)})
+	}
+	return append(absent, warnings(f)...), errs.sorted().err()
+}
+
+// absentCAFiles clears the ca_file of every provider whose file does not exist, so that an
+// offline check builds it with the system's roots, and returns a warning for each: the file
+// is deployment material (GigaChat's is downloaded), like a credential.
+func absentCAFiles(f *File) []string {
+	var ws []string
+	for _, p := range f.Providers {
+		if p.CAFile == "" {
+			continue
+		}
+		if _, err := os.Stat(p.CAFile); errors.Is(err, fs.ErrNotExist) {
+			path := "providers." + p.Name + ".ca_file"
+			ws = append(ws, fmt.Sprintf("line %d: %s: %s is absent: not checked offline", f.Line(path), path, p.CAFile))
+			p.CAFile = ""
 		}
 	}
-	return warnings(f), errs.sorted().err()
+	return ws
 }
 
 // warnings returns what Check warns about in a loaded file, in line order.
@@ -149,15 +252,20 @@ func templateFields(templates []*prompt.Template) []string {
 	return slices.Compact(fields)
 }
 
-// sampleInput builds an input with every field a task reads: a value of the field's declared
-// schema, or a sample string.
+// sampleInput builds the input a call to a task may carry: with an input schema, a value of
+// each declared field's schema and nothing else (a call carrying more is not guaranteed);
+// without one, a sample string for each field the templates read.
 func sampleInput(declared Fields, fields []string) map[string]any {
+	if len(declared) > 0 {
+		in := make(map[string]any, len(declared))
+		for _, fd := range declared {
+			in[fd.Name] = sampleValue(fd.Name, fd.Schema)
+		}
+		return in
+	}
 	in := make(map[string]any, len(fields))
 	for _, name := range fields {
 		in[name] = "sample " + name
-	}
-	for _, fd := range declared {
-		in[fd.Name] = sampleValue(fd.Name, fd.Schema)
 	}
 	return in
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,19 +17,20 @@ const usage = `afloat keeps AI features working when the model provider fails.
 
 Usage:
   afloat serve -c afloat.yaml    run the gateway
-  afloat check -c afloat.yaml    validate a config, its templates and schemas
+  afloat check -c afloat.yaml [--offline]
+                                 validate a config, its templates and schemas (--offline:
+                                 placeholders for unset variables, no credentials needed)
   afloat demo [--duration 60s]   an offline demo: simulated providers, an outage, a live view
   afloat prompts test -c afloat.yaml
                                  run each prompt's recorded outputs through normalization
   afloat review list|show|claim|resolve|reject --target URL --admin-token T
                                  work the human review queue of a running gateway
-  afloat version                 print the version
+  afloat flags get|set|kill|unkill --target URL --admin-token T [--task NAME]
+                                 read or change the kill switches (PATCH underneath)
+  afloat version                 print the version, the VCS revision and the Go version
 
 Run "afloat <command> -h" for a command's flags.
 `
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 // errUsage reports bad command-line use; its text has been printed already.
 var errUsage = errors.New("usage")
@@ -47,6 +49,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	help := helpAsked(args[1:])
+	if help {
+		stderr = stdout // the usage asked for is the output, not a complaint
+	}
 	var err error
 	switch args[0] {
 	case "serve":
@@ -57,10 +63,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = demo(ctx, args[1:], stdout, stderr)
 	case "review":
 		err = reviewCmd(args[1:], stdout, stderr)
+	case "flags":
+		err = flagsCmd(args[1:], stdout, stderr)
 	case "prompts":
 		err = prompts(args[1:], stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "afloat", version)
+		err = versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
@@ -69,6 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case err == nil:
+		return 0
+	case errors.Is(err, errUsage) && help:
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
@@ -82,3 +92,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // errFailed is a command that failed and has said why already.
 var errFailed = errors.New("failed")
+
+// helpAsked reports whether a command's arguments ask for its usage (-h, -help, --help)
+// before a "--". A command prints its usage and returns errUsage on that as on a bad flag;
+// run answers it with exit 0 and the usage on stdout.
+func helpAsked(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--h", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// parseFlags parses a command's flags and refuses a positional argument, printing the
+// usage; both are errUsage.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return errUsage // the flag package printed the problem and the usage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "afloat %s: unexpected argument %q\n\n", fs.Name(), fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}

@@ -82,21 +82,8 @@ func prompts(args []string, stdout, stderr io.Writer) error {
 // loadForPrompts loads a config as config.Load does, with a placeholder for every variable
 // the environment lacks.
 func loadForPrompts(path string) (*config.File, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := filepath.Abs(filepath.Dir(path))
-	if err != nil {
-		return nil, err
-	}
-	env := func(name string) (string, bool) {
-		if v, ok := os.LookupEnv(name); ok {
-			return v, true
-		}
-		return "http://placeholder.invalid/afloat-prompts-test", true
-	}
-	return config.Parse(data, dir, env)
+	f, _, err := config.LoadOffline(path) // the test needs no credentials
+	return f, err
 }
 
 // promptRow is one line of the table.

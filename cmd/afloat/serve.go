@@ -32,6 +32,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "afloat serve: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
 	if *logLevel != "" {
 		if _, err := config.ParseLogLevel(*logLevel); err != nil {
 			fmt.Fprintf(stderr, "afloat serve: -log-level: %v\n", err)
