@@ -126,7 +126,7 @@ type Review struct {
 	SQLite   SQLite   `yaml:"sqlite"`
 	Postgres Postgres `yaml:"postgres"`
 	// ClaimTTL is how long an operator's claim holds before the item is pending again.
-	// Absent means no expiry.
+	// Absent means 15m; 0s means claims never lapse.
 	ClaimTTL time.Duration `yaml:"claim_ttl"`
 	// Retention is how long resolved and rejected items are kept. Absent means forever.
 	Retention time.Duration `yaml:"retention"`

@@ -23,7 +23,8 @@ func TestBuildOpensTheReviewStore(t *testing.T) {
 		path    string // relative to the config's folder
 		claimed time.Duration
 	}{
-		{"default path", "", "afloat.db", 0},
+		{"default path", "", "afloat.db", 15 * time.Minute}, // claim_ttl defaults to 15m
+		{"claim ttl 0 never lapses", "review: {claim_ttl: 0s}\n", "afloat.db", 0},
 		{"path and claim ttl", "review: {sqlite: {path: data/queue.db}, claim_ttl: 15m, retention: 720h}\n", "data/queue.db", 15 * time.Minute},
 	}
 	for _, tc := range tests {

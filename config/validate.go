@@ -61,6 +61,7 @@ const (
 	defaultTaskBudget  = 10 * time.Second
 	defaultRouteBudget = 30 * time.Second
 	defaultReviewSLA   = 30 * time.Minute
+	defaultClaimTTL    = 15 * time.Minute
 	defaultDrillMaxAge = 2160 * time.Hour
 )
 
@@ -351,6 +352,10 @@ func (v *validator) review() {
 		r.SQLite.Path = defaultSQLitePath
 	}
 	r.SQLite.Path = v.resolvePath(r.SQLite.Path)
+	if !v.written("review.claim_ttl") {
+		// An operator who walks away must not hold an item forever; a written 0 means that.
+		r.ClaimTTL = defaultClaimTTL
+	}
 	v.nonNegative("review.claim_ttl", r.ClaimTTL)
 	v.nonNegative("review.retention", r.Retention)
 	if r.Webhook.Secret != "" && r.Webhook.URL == "" {

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 )
 
-// Document is the whole flag document, as GET and PUT /admin/flags carry it.
+// Document is the whole flag document, as GET, PUT and PATCH /admin/flags carry it.
 type Document struct {
 	// Kill turns every task and route off.
 	Kill bool `json:"kill"`
@@ -107,6 +107,12 @@ func (m *Memory) Set(_ context.Context, d *Document) error {
 	if err := d.Validate(); err != nil {
 		return err
 	}
+	m.doc.Store(clone(d))
+	return nil
+}
+
+// clone returns a deep copy of d.
+func clone(d *Document) *Document {
 	cp := &Document{Kill: d.Kill, Tasks: make(map[string]TaskFlags, len(d.Tasks))}
 	for k, v := range d.Tasks {
 		v.Blocklist = slices.Clone(v.Blocklist)
@@ -116,6 +122,5 @@ func (m *Memory) Set(_ context.Context, d *Document) error {
 		}
 		cp.Tasks[k] = v
 	}
-	m.doc.Store(cp)
-	return nil
+	return cp
 }

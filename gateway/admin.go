@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,8 +21,39 @@ type providerStatus struct {
 	Since    *time.Time              `json:"since"`
 	Until    *time.Time              `json:"until,omitempty"`
 	InFlight int                     `json:"in_flight"`
-	Fault    *fault.Fault            `json:"fault"`
+	Fault    *faultView              `json:"fault"`
 	Tasks    map[string]latencyState `json:"tasks"`
+}
+
+// faultView is a fault in force as /admin/status and PUT /admin/faults show it: the fault
+// as it was set, when it clears itself and the time left until then.
+type faultView struct {
+	Mode        fault.Mode `json:"mode"`
+	Status      int        `json:"status,omitempty"`
+	Delay       string     `json:"delay,omitempty"`
+	TTL         string     `json:"ttl,omitempty"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+	RemainingMS *int64     `json:"remaining_ms"`
+}
+
+// viewFault returns the fault in force at f, nil when there is none.
+func viewFault(f *fault.Provider) *faultView {
+	st := f.State()
+	if st.Fault.Mode == fault.ModeNone {
+		return nil
+	}
+	v := &faultView{Mode: st.Fault.Mode, Status: st.Fault.Status, ExpiresAt: timePtr(st.ExpiresAt)}
+	if st.Fault.Delay > 0 {
+		v.Delay = st.Fault.Delay.String()
+	}
+	if st.Fault.TTL > 0 {
+		v.TTL = st.Fault.TTL.String()
+	}
+	if !st.ExpiresAt.IsZero() {
+		ms := st.Remaining.Milliseconds()
+		v.RemainingMS = &ms
+	}
+	return v
 }
 
 type latencyState struct {
@@ -66,9 +99,8 @@ func (g *Gateway) status(w http.ResponseWriter, r *http.Request) {
 			u := snap.Until.UTC()
 			ps.Until = &u
 		}
-		if f, ok := g.cfg.Faults[name]; ok && f.Fault().Mode != fault.ModeNone {
-			cur := f.Fault()
-			ps.Fault = &cur
+		if f, ok := g.cfg.Faults[name]; ok {
+			ps.Fault = viewFault(f)
 		}
 		doc.Providers[name] = ps
 	}
@@ -189,6 +221,172 @@ func (g *Gateway) putFlags(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, g.fullFlags(d))
 }
 
+// flagUpdater is a FlagStore that changes its document atomically (*flags.Memory does), so
+// that two PATCHes at once both land. Without it PATCH reads, merges and writes back: the
+// later of two concurrent PATCHes wins whole.
+type flagUpdater interface {
+	Update(ctx context.Context, fn func(cur *flags.Document) (*flags.Document, error)) (*flags.Document, error)
+}
+
+// badPatch is a merge patch that cannot apply: 400.
+type badPatch struct {
+	code string
+	err  error
+}
+
+func (e *badPatch) Error() string { return e.err.Error() }
+
+// patchFlags merges a JSON Merge Patch (RFC 7386) into the document in force: an object
+// merges key by key, null removes a key, which then takes its default (the config's flag
+// document), any other value replaces. A task the config does not know is a 400.
+func (g *Gateway) patchFlags(w http.ResponseWriter, r *http.Request) {
+	if g.cfg.Flags == nil {
+		writeError(w, http.StatusNotFound, "flags_disabled", "no flag store")
+		return
+	}
+	if !jsonBody(w, r) {
+		return
+	}
+	patch, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body over %d bytes", mbe.Limit))
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "invalid_request", "reading the body: "+err.Error())
+		return
+	}
+	if err := g.checkFlagPatch(patch); err != nil {
+		writeError(w, http.StatusBadRequest, err.code, err.Error())
+		return
+	}
+	merge := func(cur *flags.Document) (*flags.Document, error) { return g.mergeFlags(cur, patch) }
+	ctx := r.Context()
+	if u, ok := g.cfg.Flags.(flagUpdater); ok {
+		_, err = u.Update(ctx, merge)
+	} else {
+		var cur, next *flags.Document
+		if cur, err = g.cfg.Flags.Flags(ctx); err == nil {
+			if next, err = merge(cur); err == nil {
+				err = g.cfg.Flags.Set(ctx, next)
+			}
+		}
+	}
+	var bp *badPatch
+	switch {
+	case errors.As(err, &bp):
+		writeError(w, http.StatusBadRequest, bp.code, bp.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "flags_unavailable", "the flags cannot be written: "+err.Error())
+		return
+	}
+	g.log.Info("flags patched", "patch", string(bytes.TrimSpace(patch)))
+	d, err := g.cfg.Flags.Flags(ctx)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "flags_unavailable", "the flags cannot be read: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, g.fullFlags(d))
+}
+
+// checkFlagPatch refuses a patch that is no JSON object, or names a task the config does
+// not know.
+func (g *Gateway) checkFlagPatch(patch []byte) *badPatch {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(patch, &p); err != nil || p == nil {
+		return &badPatch{"invalid_request", fmt.Errorf("a merge patch is a JSON object: %v", errOr(err, "got null"))}
+	}
+	raw, ok := p["tasks"]
+	if !ok || string(bytes.TrimSpace(raw)) == "null" {
+		return nil
+	}
+	var tasks map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &tasks); err != nil {
+		return &badPatch{"invalid_flags", fmt.Errorf("tasks: want an object of tasks: %v", err)}
+	}
+	for name := range tasks {
+		_, task := g.cfg.Tasks[name]
+		_, route := g.cfg.Routes[name]
+		if !task && !route {
+			return &badPatch{"unknown_task", fmt.Errorf("tasks.%s: the config has no task or route %q", name, name)}
+		}
+	}
+	return nil
+}
+
+func errOr(err error, msg string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return msg
+}
+
+// mergeFlags applies patch to cur, both spelled out in full, and fills what the result
+// lacks from the config's flag document.
+func (g *Gateway) mergeFlags(cur *flags.Document, patch []byte) (*flags.Document, error) {
+	base, err := json.Marshal(g.fullFlags(cur))
+	if err != nil {
+		return nil, err
+	}
+	merged, err := flags.MergePatch(base, patch)
+	if err != nil {
+		return nil, &badPatch{"invalid_request", err}
+	}
+	defaults := g.flagDefaults
+	if defaults == nil {
+		defaults = &flags.Document{}
+	}
+	def, err := json.Marshal(g.fullFlags(defaults))
+	if err != nil {
+		return nil, err
+	}
+	var m, d map[string]any
+	if err := json.Unmarshal(merged, &m); err != nil {
+		return nil, &badPatch{"invalid_request", err}
+	}
+	if err := json.Unmarshal(def, &d); err != nil {
+		return nil, err
+	}
+	if _, ok := m["kill"]; !ok {
+		m["kill"] = d["kill"]
+	}
+	if _, ok := m["tasks"]; !ok {
+		m["tasks"] = map[string]any{}
+	}
+	if mt, ok := m["tasks"].(map[string]any); ok {
+		for name, dt := range d["tasks"].(map[string]any) {
+			t, ok := mt[name].(map[string]any)
+			if _, present := mt[name]; !present {
+				mt[name] = dt
+				continue
+			} else if !ok {
+				continue // not an object: decoding says so
+			}
+			for k, v := range dt.(map[string]any) {
+				if _, ok := t[k]; !ok {
+					t[k] = v
+				}
+			}
+		}
+	}
+	filled, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var next flags.Document
+	dec := json.NewDecoder(bytes.NewReader(filled))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&next); err != nil {
+		return nil, &badPatch{"invalid_flags", err}
+	}
+	if err := next.Validate(); err != nil {
+		return nil, &badPatch{"invalid_flags", err}
+	}
+	return &next, nil
+}
+
 // decodeStrict reads one JSON value with no unknown fields, answering 400 or 413 itself.
 func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(r.Body)
@@ -260,12 +458,16 @@ func (g *Gateway) putFault(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_fault", `"mode" is required: unavailable, timeout, slow or malformed (DELETE clears a fault)`)
 		return
 	}
+	if flt.TTL == 0 {
+		// A drill nobody ends must not keep a provider down: every fault clears itself.
+		flt.TTL = fault.DefaultTTL
+	}
 	if err := f.Set(flt); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_fault", err.Error())
 		return
 	}
-	g.log.Warn("fault injected", "provider", name, "mode", string(flt.Mode))
-	writeJSON(w, http.StatusOK, map[string]any{"provider": name, "fault": f.Fault()})
+	g.log.Warn("fault injected", "provider", name, "mode", string(flt.Mode), "ttl", flt.TTL.String())
+	writeJSON(w, http.StatusOK, map[string]any{"provider": name, "fault": viewFault(f)})
 }
 
 func (g *Gateway) deleteFault(w http.ResponseWriter, r *http.Request) {

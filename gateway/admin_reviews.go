@@ -24,6 +24,7 @@ import (
 //	POST /admin/reviews/{id}/claim
 //	POST /admin/reviews/{id}/resolve   {"result": {...}}   validated against the task's schema
 //	POST /admin/reviews/{id}/reject    {"reason": "..."}
+//	POST /admin/reviews/{id}/release   the claim goes back: the item is pending again
 //
 // Who may call it: an operator with their own token (Config.Operators, from
 // operators.<name>.token), who acts as that name (the X-Afloat-Operator header, if sent, must
@@ -38,7 +39,11 @@ const OperatorHeader = "X-Afloat-Operator"
 // AdminOperator is who an admin-token call acts as when it names no operator.
 const AdminOperator = "admin"
 
-const operatorCtx ctxKey = 1
+const (
+	operatorCtx ctxKey = 1
+	// adminCtx marks a call made with the admin token, whoever it acts for.
+	adminCtx ctxKey = 2
+)
 
 // operatorName is what an operator may be called: it is written to the store and the logs.
 var operatorName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
@@ -84,6 +89,7 @@ func (g *Gateway) routeReviews(mux *http.ServeMux) {
 	mux.Handle("POST /admin/reviews/{id}/claim", g.reviewer(http.HandlerFunc(g.claimReview)))
 	mux.Handle("POST /admin/reviews/{id}/resolve", g.reviewer(http.HandlerFunc(g.resolveReview)))
 	mux.Handle("POST /admin/reviews/{id}/reject", g.reviewer(http.HandlerFunc(g.rejectReview)))
+	mux.Handle("POST /admin/reviews/{id}/release", g.reviewer(http.HandlerFunc(g.releaseReview)))
 }
 
 // reviewer authenticates an operator or the admin, and puts the name the call acts as in
@@ -125,7 +131,8 @@ func (g *Gateway) reviewer(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, g.cfg.MaxBody)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), operatorCtx, name)))
+		ctx := context.WithValue(r.Context(), operatorCtx, name)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, adminCtx, isAdmin)))
 	})
 }
 
@@ -148,6 +155,12 @@ func (g *Gateway) whoIs(token, admin []byte) (name string, isAdmin, ok bool) {
 func operatorFrom(r *http.Request) string {
 	name, _ := r.Context().Value(operatorCtx).(string)
 	return name
+}
+
+// byAdmin reports whether the call was made with the admin token.
+func byAdmin(r *http.Request) bool {
+	admin, _ := r.Context().Value(adminCtx).(bool)
+	return admin
 }
 
 // reviewItem is the operators' view of an item. Input, attempts and prompt versions are in
@@ -336,6 +349,38 @@ func (g *Gateway) rejectReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.log.Info("review rejected", "review", id, "task", it.Task, "operator", op)
+	writeJSON(w, http.StatusOK, viewItem(it, true))
+}
+
+// releaseReview gives a claim back: the item is pending again. The claiming operator may
+// release it, and so may the admin token whoever holds it; another operator's claim is 409.
+// A pending item is answered as it is.
+func (g *Gateway) releaseReview(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	op := operatorFrom(r)
+	ctx := r.Context()
+	holder := op
+	if byAdmin(r) {
+		it, err := g.cfg.Review.Lookup(ctx, id)
+		if err != nil {
+			g.reviewError(w, r, id, err)
+			return
+		}
+		if it.Status == review.StatusClaimed {
+			// Should the claim change hands in between, the store refuses with 409.
+			holder = it.Operator
+		}
+	}
+	if err := g.cfg.Review.Release(ctx, id, holder); err != nil {
+		g.reviewError(w, r, id, err)
+		return
+	}
+	it, err := g.cfg.Review.Lookup(ctx, id)
+	if err != nil {
+		g.reviewError(w, r, id, err)
+		return
+	}
+	g.log.Info("review released", "review", id, "task", it.Task, "operator", op, "holder", holder)
 	writeJSON(w, http.StatusOK, viewItem(it, true))
 }
 

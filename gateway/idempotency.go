@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"container/list"
 	"crypto/sha256"
+	"encoding/json"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -25,7 +28,7 @@ type idempotency struct {
 
 type idemEntry struct {
 	key     string
-	body    [32]byte // hash of the request body: the same key with another body is refused
+	body    [32]byte // hash of the request body's canonical form: the same key with another body is refused
 	at      time.Time
 	done    chan struct{}
 	status  int
@@ -41,9 +44,10 @@ func newIdempotency(clock clockwork.Clock, ttl time.Duration, max int) *idempote
 // runs the call and must finish the entry, in a deferred call (an entry never finished holds
 // its key, and every retry with it waits until its own context ends). Otherwise it returns
 // the existing entry, whose done channel closes once its answer is known. A nil entry with
-// false means the key was used with another body.
+// false means the key was used with another body. Bodies are compared as canonical JSON, so
+// that a retry whose client spaced or ordered the same JSON otherwise is the same call.
 func (c *idempotency) begin(key string, body []byte) (*idemEntry, bool) {
-	sum := sha256.Sum256(body)
+	sum := sha256.Sum256(canonicalJSON(body))
 	now := c.clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -65,6 +69,25 @@ func (c *idempotency) begin(key string, body []byte) (*idemEntry, bool) {
 	e := &idemEntry{key: key, body: sum, at: now, done: make(chan struct{})}
 	c.m[key] = c.order.PushBack(e)
 	return e, true
+}
+
+// canonicalJSON returns body as canonical JSON: no insignificant space, object keys sorted,
+// numbers as written. A body that is not one JSON value is returned as it is.
+func canonicalJSON(body []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return body
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return body // more after the value
+	}
+	canon, err := json.Marshal(v)
+	if err != nil {
+		return body
+	}
+	return canon
 }
 
 // finish records the answer of a reserved entry. An answer that is not final (status 0 when

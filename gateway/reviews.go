@@ -10,14 +10,16 @@ import (
 )
 
 // reviewView is the caller's view of a review item (shared/DESIGN.md §6): its status and,
-// once resolved, the operator's answer. Who answered and a rejection's reason are the
-// operators' own (GET /admin/reviews/{id}).
+// once resolved, the operator's answer, or once rejected, the operator's reason. Who
+// answered is the operators' own (GET /admin/reviews/{id}).
 type reviewView struct {
 	ID        string          `json:"id"`
 	Task      string          `json:"task"`
 	Status    review.Status   `json:"status"`
 	CreatedAt time.Time       `json:"created_at"`
 	Result    json.RawMessage `json:"result"`
+	// Reason is why the operator rejected the item; absent unless rejected.
+	Reason string `json:"reason,omitempty"`
 	// ResolvedAt is when the item was resolved or rejected; absent before.
 	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
 }
@@ -43,6 +45,9 @@ func (g *Gateway) reviewStatus(w http.ResponseWriter, r *http.Request) {
 		ResolvedAt: timePtr(it.ResolvedAt)}
 	if it.Status == review.StatusResolved && len(it.Result) > 0 {
 		v.Result = it.Result
+	}
+	if it.Status == review.StatusRejected {
+		v.Reason = it.Reason
 	}
 	writeJSON(w, http.StatusOK, v)
 }

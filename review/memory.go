@@ -163,6 +163,12 @@ func (m *Memory) Reject(_ context.Context, id, operator, reason string) (*Item, 
 	return m.change(id, func(it *Item, now time.Time) error { return it.reject(operator, reason, now) })
 }
 
+// Release gives back operator's claim.
+func (m *Memory) Release(_ context.Context, id, operator string) error {
+	_, err := m.change(id, func(it *Item, now time.Time) error { return it.release(operator, now) })
+	return err
+}
+
 // change applies fn to a copy of the item and stores the copy only when fn accepts.
 func (m *Memory) change(id string, fn func(*Item, time.Time) error) (*Item, error) {
 	now := m.opts.Clock.Now()

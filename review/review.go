@@ -144,6 +144,11 @@ type Store interface {
 	// Reject closes the item without an answer, for reason. A pending item is claimed in the
 	// same step.
 	Reject(ctx context.Context, id, operator, reason string) (*Item, error)
+	// Release gives back operator's claim: the item is pending again, for any operator. A
+	// pending item (a lapsed claim included) is left as it is, without error. Another
+	// operator's live claim and an answered item are conflicts; an empty operator is
+	// ErrInvalid.
+	Release(ctx context.Context, id, operator string) error
 	// Stats returns, per task, the items not answered yet.
 	Stats(ctx context.Context) (map[string]TaskStats, error)
 	// Ping checks that the store can commit now.

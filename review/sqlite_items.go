@@ -148,6 +148,12 @@ func (s *SQLite) Reject(ctx context.Context, id, operator, reason string) (*Item
 	return s.change(ctx, id, func(it *Item, now time.Time) error { return it.reject(operator, reason, now) })
 }
 
+// Release gives back operator's claim.
+func (s *SQLite) Release(ctx context.Context, id, operator string) error {
+	_, err := s.change(ctx, id, func(it *Item, now time.Time) error { return it.release(operator, now) })
+	return err
+}
+
 // change reads the item, applies fn and writes it back, in one transaction that holds the
 // write lock from its start (BEGIN IMMEDIATE): two operators never both win an item.
 func (s *SQLite) change(ctx context.Context, id string, fn func(*Item, time.Time) error) (*Item, error) {

@@ -14,7 +14,7 @@ import (
 //
 //	pending --claim--> claimed --resolve--> resolved
 //	   |                 |   \--reject---> rejected
-//	   |                 \--(claim TTL lapses)--> pending
+//	   |                 \--(claim TTL lapses, or release)--> pending
 //	   \--resolve/reject (claims in the same step)--> resolved/rejected
 
 // settle brings the item to now: a claim whose TTL lapsed is pending again.
@@ -46,6 +46,23 @@ func (it *Item) claim(operator string, now time.Time, ttl time.Duration) error {
 	it.ClaimExpiresAt = time.Time{}
 	if ttl > 0 {
 		it.ClaimExpiresAt = now.Add(ttl)
+	}
+	return nil
+}
+
+// release gives back operator's claim at now: the item is pending again.
+func (it *Item) release(operator string, now time.Time) error {
+	if operator == "" {
+		return fmt.Errorf("%w: an operator is required", ErrInvalid)
+	}
+	it.settle(now)
+	switch {
+	case it.Status == StatusPending:
+	case it.Status == StatusClaimed && it.Operator == operator:
+		it.Status, it.Operator = StatusPending, ""
+		it.ClaimedAt, it.ClaimExpiresAt = time.Time{}, time.Time{}
+	default:
+		return it.conflict()
 	}
 	return nil
 }

@@ -38,7 +38,14 @@ type Fault struct {
 	Status int `json:"status,omitempty"`
 	// Delay is the wait of ModeSlow; 0 means 5s.
 	Delay time.Duration `json:"delay,omitempty"`
+	// TTL is how long the fault holds once Set: then it clears itself, so that a drill
+	// nobody ends does not keep a provider down. 0 means until cleared (the admin API gives
+	// DefaultTTL to a fault that names none); a negative TTL is invalid.
+	TTL time.Duration `json:"ttl,omitempty"`
 }
+
+// DefaultTTL is the TTL the admin API gives a fault that names none (shared/DESIGN.md §6).
+const DefaultTTL = 15 * time.Minute
 
 // ErrInjected is wrapped by every failure a fault makes, so that logs and tests can tell a
 // drill from an outage.
@@ -59,6 +66,9 @@ func (f Fault) Validate() error {
 	default:
 		return fmt.Errorf("unknown fault mode %q (want unavailable, timeout, slow or malformed)", f.Mode)
 	}
+	if f.TTL < 0 {
+		return fmt.Errorf("fault ttl %v is negative", f.TTL)
+	}
 	return nil
 }
 
@@ -66,18 +76,24 @@ type faultJSON struct {
 	Mode   Mode   `json:"mode"`
 	Status int    `json:"status,omitempty"`
 	Delay  string `json:"delay,omitempty"`
+	TTL    string `json:"ttl,omitempty"`
 }
 
-// MarshalJSON writes Delay as a Go duration ("5s").
+// MarshalJSON writes Delay and TTL as Go durations ("5s", "15m0s").
 func (f Fault) MarshalJSON() ([]byte, error) {
 	j := faultJSON{Mode: f.Mode, Status: f.Status}
 	if f.Delay > 0 {
 		j.Delay = f.Delay.String()
 	}
+	if f.TTL > 0 {
+		j.TTL = f.TTL.String()
+	}
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON reads Delay as a Go duration ("5s", "700ms").
+// UnmarshalJSON reads Delay and TTL as Go durations ("5s", "700ms", "15m"). An absent TTL is
+// 0; a TTL that is written must be positive: "0s" would read as "never clears", which is
+// what the TTL is there to prevent.
 func (f *Fault) UnmarshalJSON(b []byte) error {
 	var j faultJSON
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -93,6 +109,16 @@ func (f *Fault) UnmarshalJSON(b []byte) error {
 		}
 		out.Delay = d
 	}
+	if j.TTL != "" {
+		d, err := time.ParseDuration(j.TTL)
+		if err != nil {
+			return fmt.Errorf("ttl: %w", err)
+		}
+		if d <= 0 {
+			return fmt.Errorf("ttl %s: want a positive duration (DELETE clears a fault)", j.TTL)
+		}
+		out.TTL = d
+	}
 	*f = out
 	return nil
 }
@@ -105,7 +131,22 @@ type Provider struct {
 	name  string
 	inner afloat.Provider
 	clock clockwork.Clock
-	fault atomic.Pointer[Fault]
+	fault atomic.Pointer[set]
+}
+
+// set is a fault as Set stored it: with the time it clears itself (zero: never).
+type set struct {
+	f       Fault
+	expires time.Time
+}
+
+// State is the fault in force and when it clears itself.
+type State struct {
+	Fault Fault
+	// ExpiresAt is when the fault clears itself; zero when it holds until cleared.
+	ExpiresAt time.Time
+	// Remaining is the time left until ExpiresAt at the provider's clock; 0 without one.
+	Remaining time.Duration
 }
 
 var (
@@ -124,21 +165,41 @@ func Wrap(name string, p afloat.Provider, clock clockwork.Clock) *Provider {
 		clock = clockwork.NewRealClock()
 	}
 	w := &Provider{name: name, inner: p, clock: clock}
-	w.fault.Store(&Fault{})
+	w.fault.Store(&set{})
 	return w
 }
 
-// Set replaces the fault; the zero Fault clears it. It takes effect on the next call.
+// Set replaces the fault; the zero Fault clears it. It takes effect on the next call, and
+// clears itself once its TTL has passed at the provider's clock.
 func (p *Provider) Set(f Fault) error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
-	p.fault.Store(&f)
+	s := &set{f: f}
+	if f.Mode != ModeNone && f.TTL > 0 {
+		s.expires = p.clock.Now().Add(f.TTL)
+	}
+	p.fault.Store(s)
 	return nil
 }
 
-// Fault returns the fault in force.
-func (p *Provider) Fault() Fault { return *p.fault.Load() }
+// Fault returns the fault in force: the zero Fault once the one set has expired.
+func (p *Provider) Fault() Fault { return p.State().Fault }
+
+// State returns the fault in force and when it clears itself. An expired fault is cleared
+// here, so that it reads as gone everywhere at once.
+func (p *Provider) State() State {
+	s := p.fault.Load()
+	if s.expires.IsZero() {
+		return State{Fault: s.f}
+	}
+	left := s.expires.Sub(p.clock.Now())
+	if left <= 0 {
+		p.fault.CompareAndSwap(s, &set{}) // a Set in between wins
+		return State{}
+	}
+	return State{Fault: s.f, ExpiresAt: s.expires, Remaining: left}
+}
 
 // Inner returns the wrapped provider.
 func (p *Provider) Inner() afloat.Provider { return p.inner }
@@ -178,7 +239,7 @@ func (p *Provider) Probe(ctx context.Context) error {
 // before applies the fault ahead of a call. It returns a response to answer with, an error
 // to fail with, or neither to go on with the call.
 func (p *Provider) before(ctx context.Context) (*afloat.Response, error) {
-	f := *p.fault.Load()
+	f := p.Fault()
 	switch f.Mode {
 	case ModeUnavailable:
 		status := f.Status
