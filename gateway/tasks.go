@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/afloat-dev/afloat"
@@ -33,7 +35,7 @@ func decodeTaskRequest(body []byte) (*taskRequest, error) {
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(&req); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
+		return nil, taskBodyError(err)
 	}
 	if dec.More() {
 		return nil, errors.New("invalid JSON: more than one value in the body")
@@ -45,6 +47,46 @@ func decodeTaskRequest(body []byte) (*taskRequest, error) {
 		return nil, fmt.Errorf(`"budget_ms" must be a number of milliseconds from 1 to %d`, maxBudgetMS)
 	}
 	return &req, nil
+}
+
+// taskBodyError says what is wrong with a task call's body in the words of its JSON: which field,
+// what was expected, what came (never a Go type name), and, for a field of the input sent at
+// the top level, that it belongs inside "input".
+func taskBodyError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		want := "a " + te.Type.Kind().String()
+		switch te.Type.Kind() {
+		case reflect.Map, reflect.Struct:
+			want = "an object"
+		case reflect.Int, reflect.Int64, reflect.Float64:
+			want = "a number"
+		}
+		field := te.Field
+		if field == "" {
+			return fmt.Errorf("the body must be a JSON object, got %s", article(te.Value))
+		}
+		return fmt.Errorf("%q must be %s, got %s", field, want, article(te.Value))
+	case errors.As(err, &se):
+		return fmt.Errorf("invalid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		return fmt.Errorf(`unknown field %s: the body is {"input": {...}, "budget_ms": N}, and the task's fields go inside "input"`, name)
+	case errors.Is(err, io.EOF):
+		return errors.New(`the body is empty: send {"input": {...}}`)
+	}
+	return fmt.Errorf("invalid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// article names a JSON value kind with its article: "a string", "an array".
+func article(kind string) string {
+	switch kind {
+	case "array", "object":
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 func (g *Gateway) task(w http.ResponseWriter, r *http.Request) {
