@@ -87,6 +87,10 @@ type Server struct {
 	// the Go profiler (net/http/pprof) under /debug/pprof/ and nothing else. It has no
 	// authentication, so a non-loopback address is an error. Absent serves no profiler.
 	DebugListen string `yaml:"debug_listen"`
+	// AccessLog is what the gateway's access log writes: on (a line per request), errors
+	// (only requests answered 4xx or 5xx) or off. Degraded answers are logged apart, their
+	// failed attempts at info, whatever it says. Absent means on.
+	AccessLog string `yaml:"access_log"`
 }
 
 // Tenant is one client of the gateway and its keys.

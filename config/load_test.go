@@ -127,6 +127,11 @@ func TestParseErrors(t *testing.T) {
 			path: "defaults.retry.budget_floor", msg: "at least 0",
 		},
 		{
+			name: "unknown access log",
+			text: "server:\n  access_log: sometimes   # here\n" + minimal,
+			path: "server.access_log", msg: "want on, errors or off",
+		},
+		{
 			name: "operator named admin",
 			text: minimal + "operators:\n  admin: {token: t}   # here\n",
 			path: "operators.admin", msg: "admin token's own",

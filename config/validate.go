@@ -210,6 +210,13 @@ func (v *validator) server() {
 	if _, err := ParseLogLevel(s.LogLevel); err != nil {
 		v.errorf("server.log_level", "%v", err)
 	}
+	switch s.AccessLog {
+	case "":
+		s.AccessLog = "on"
+	case "on", "errors", "off":
+	default:
+		v.errorf("server.access_log", "unknown value %q (want on, errors or off)", s.AccessLog)
+	}
 	if s.DebugListen != "" || v.written("server.debug_listen") {
 		if host, _, err := net.SplitHostPort(s.DebugListen); err != nil {
 			v.errorf("server.debug_listen", "invalid address %q (want host:port)", s.DebugListen)

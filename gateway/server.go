@@ -75,6 +75,10 @@ type Config struct {
 	// Logger receives one line per request and the errors; nil discards. Credentials
 	// never reach it.
 	Logger *slog.Logger
+	// AccessLog is what the access log writes: "" and "on" a line per request, "errors"
+	// only the requests answered 4xx or 5xx, "off" none. Failed attempts of degraded answers
+	// are logged whatever it says.
+	AccessLog string
 }
 
 // Gateway is the HTTP face of afloat. It is safe for concurrent use.
@@ -104,6 +108,11 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.MaxBody < 0 {
 		return nil, fmt.Errorf("gateway: max_body %d is negative", cfg.MaxBody)
+	}
+	switch cfg.AccessLog {
+	case "", "on", "errors", "off":
+	default:
+		return nil, fmt.Errorf("gateway: unknown access log %q (want on, errors or off)", cfg.AccessLog)
 	}
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = 1 << 20
@@ -323,7 +332,10 @@ func (g *Gateway) accessLog(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		if r.URL.Path == "/metrics" || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		switch {
+		case r.URL.Path == "/metrics" || r.URL.Path == "/healthz" || r.URL.Path == "/readyz":
+			return
+		case g.cfg.AccessLog == "off", g.cfg.AccessLog == "errors" && sw.status < 400:
 			return
 		}
 		g.log.LogAttrs(r.Context(), slog.LevelInfo, "request",

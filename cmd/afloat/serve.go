@@ -80,7 +80,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	gw, err := gateway.New(gateway.Config{
 		Engine: rt.Engine, Tasks: rt.Tasks, Routes: rt.Routes, Faults: rt.Faults, Flags: rt.Flags,
 		Review: rt.Review, Tenants: tenants, Operators: operators, AdminToken: f.Server.AdminToken, MaxBody: int64(f.Server.MaxBody),
-		Gatherer: rt.Registry, StateBackend: f.State.Backend, Logger: log,
+		Gatherer: rt.Registry, StateBackend: f.State.Backend, Logger: log, AccessLog: f.Server.AccessLog,
 	})
 	if err != nil {
 		return err
