@@ -48,8 +48,11 @@ const (
 	demoDrawEvery = 500 * time.Millisecond
 	// demoPrintEvery is how often a plain status line is printed when stdout is no terminal.
 	demoPrintEvery = 5 * time.Second
-	// demoShownEvents is how many of the latest events the live view shows.
-	demoShownEvents = 6
+	// demoWidth and demoHeight are the live view's size: the smallest common terminal. Every
+	// line fits demoWidth-1 columns (a character in the last column may be erased by the
+	// clear-line escape) and the frame is demoHeight lines.
+	demoWidth  = 80
+	demoHeight = 24
 	// demoBudgetSlack is how far past its budget a call may return and still be reported as
 	// within it: goroutine scheduling, not the cascade.
 	demoBudgetSlack = 50 * time.Millisecond
@@ -288,6 +291,9 @@ func (t *taskReport) Answers(p demoPhase, a demoAnswer) int {
 type demoEvent struct {
 	At   time.Duration
 	Text string
+	// Pinned events (the fault injected and cleared, a breaker opened or closed, an
+	// interruption) stay in the live view for the whole run; the others scroll.
+	Pinned bool
 }
 
 // demoTask is a task with the statistics of its calls.
@@ -498,7 +504,7 @@ loop:
 	}
 	d.rep.Elapsed = clk.Since(d.start)
 	if d.rep.Interrupted {
-		d.event(d.rep.Elapsed, "interrupted: traffic stopped")
+		d.pinnedEvent(d.rep.Elapsed, "interrupted: traffic stopped")
 	}
 	d.rep.Draining = true
 	done := make(chan struct{})
@@ -581,12 +587,12 @@ func (d *demoRun) setFault(f fault.Fault) {
 	if f.Mode == fault.ModeNone {
 		d.clearTime, d.rep.Cleared, d.rep.Phase = now, true, phaseRecovering
 		d.rep.ClearAt = now.Sub(d.start)
-		d.event(d.rep.ClearAt, "fault cleared: the primary answers again")
+		d.pinnedEvent(d.rep.ClearAt, "fault cleared: the primary answers again")
 		return
 	}
 	d.faultTime, d.rep.Faulted, d.rep.Phase = now, true, phaseDown
 	d.rep.FaultAt = now.Sub(d.start)
-	d.event(d.rep.FaultAt, fmt.Sprintf("fault injected: the primary answers %d to every call", f.Status))
+	d.pinnedEvent(d.rep.FaultAt, fmt.Sprintf("fault injected: the primary answers %d to every call", f.Status))
 }
 
 // poll looks at every breaker and bulkhead and records what changed as events.
@@ -617,12 +623,12 @@ func (d *demoRun) breakerEvent(name string, prev, snap breaker.Snapshot) {
 			d.event(at, fmt.Sprintf("%s probe failed: open again for %s", name, fmtDur(snap.Until.Sub(snap.Since))))
 			return
 		}
-		text := fmt.Sprintf("%s breaker opened: its calls are skipped at once", name)
+		text := fmt.Sprintf("%s breaker opened: calls skip it at once", name)
 		if name == demoPrimary && d.rep.Faulted && !d.rep.Opened && !snap.Since.Before(d.faultTime) {
 			d.rep.Opened, d.rep.OpenedAfter = true, snap.Since.Sub(d.faultTime)
 			text += fmt.Sprintf(" (%s after the fault)", fmtDur(d.rep.OpenedAfter))
 		}
-		d.event(at, text)
+		d.pinnedEvent(at, text)
 	case breaker.StateHalfOpen:
 		d.event(at, fmt.Sprintf("%s breaker half-open: one call probes it", name))
 	case breaker.StateClosed:
@@ -631,12 +637,17 @@ func (d *demoRun) breakerEvent(name string, prev, snap breaker.Snapshot) {
 			d.rep.Closed, d.rep.ClosedAfter = true, snap.Since.Sub(d.clearTime)
 			text += fmt.Sprintf(" by itself, %s after the fault was cleared", fmtDur(d.rep.ClosedAfter))
 		}
-		d.event(at, text)
+		d.pinnedEvent(at, text)
 	}
 }
 
 func (d *demoRun) event(at time.Duration, text string) {
 	d.rep.Events = append(d.rep.Events, demoEvent{At: max(at, 0), Text: text})
+}
+
+// pinnedEvent records an event the live view keeps in sight for the whole run.
+func (d *demoRun) pinnedEvent(at time.Duration, text string) {
+	d.rep.Events = append(d.rep.Events, demoEvent{At: max(at, 0), Text: text, Pinned: true})
 }
 
 // report returns the report as of now.

@@ -236,7 +236,7 @@ func sampleReport() *demoReport {
 		},
 		Events: []demoEvent{
 			{At: 15 * time.Second, Text: "fault injected: the primary answers 503 to every call"},
-			{At: 15120 * time.Millisecond, Text: "primary breaker opened: its calls are skipped at once (120ms after the fault)"},
+			{At: 15120 * time.Millisecond, Text: "primary breaker opened: calls skip it at once (120ms after the fault)"},
 		},
 	}
 	return rep
@@ -367,8 +367,8 @@ func TestDemoLiveView(t *testing.T) {
 		{"bulkhead", "4/4"},
 		{"p95 and read timeout", "700ms / 1.2s"},
 		{"read timeout before a p95", "— / 2.0s"},
-		{"task shares", "triage (all)"},
-		{"current phase row", "  primary down"},
+		{"task row", "triage       200       0%      62%      38%"},
+		{"current phase", "answers while " + ansiReset + ansiRed + "primary down"},
 		{"events", "primary breaker opened"},
 	}
 	for _, tc := range tests {

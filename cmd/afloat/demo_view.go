@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/breaker"
@@ -101,18 +102,20 @@ func stateColor(s breaker.State) string {
 
 var phaseColors = [numPhases]string{ansiGreen, ansiRed, ansiYellow}
 
-// writeDemoLive writes one frame of the live view.
+// writeDemoLive writes one frame of the live view: demoHeight lines, the last without a
+// newline (a newline there would scroll the screen), each cut to demoWidth-1 columns and
+// ended with the clear-line escape.
 func writeDemoLive(b *strings.Builder, rep *demoReport) {
+	var lines []string
 	line := func(format string, args ...any) {
-		fmt.Fprintf(b, format, args...)
-		b.WriteString(ansiEOL + "\n")
+		lines = append(lines, fmt.Sprintf(format, args...))
 	}
 	phase := phaseColors[rep.Phase] + rep.Phase.String() + ansiReset
 	if rep.Draining {
 		phase += fmt.Sprintf(" · traffic stopped, %d calls finishing", rep.InFlight)
 	}
 	line("%safloat demo%s  %s / %s  %s", ansiBold, ansiReset, fmtAt(rep.Elapsed), fmtAt(rep.Duration), phase)
-	line("%s%g calls/s · primary down at %s, back at %s · breakers probe every %s · %d calls in flight%s",
+	line("%s%g calls/s · primary down %s–%s · breakers probe every %s · %d in flight%s",
 		ansiDim, rep.Rate, fmtAt(rep.FaultAt), fmtAt(rep.ClearAt), fmtDur(rep.Recovery), rep.InFlight, ansiReset)
 	line("")
 
@@ -120,9 +123,9 @@ func writeDemoLive(b *strings.Builder, rep *demoReport) {
 	for _, t := range rep.Tasks {
 		tasks = append(tasks, t.Name)
 	}
-	head := fmt.Sprintf("%-10s %-18s %-9s", "provider", "breaker", "in flight")
+	head := fmt.Sprintf("%-10s %-16s %-7s", "provider", "breaker", "flight")
 	for _, t := range tasks {
-		head += fmt.Sprintf("  %-22s", t+" p95 / timeout")
+		head += fmt.Sprintf("  %-18s", t+" p95/tmo")
 	}
 	line("%s%s%s", ansiBold, head, ansiReset)
 	for _, p := range rep.Providers {
@@ -130,7 +133,7 @@ func writeDemoLive(b *strings.Builder, rep *demoReport) {
 		if p.Since > 0 {
 			state += " " + fmtDur(rep.Elapsed-p.Since)
 		}
-		row := fmt.Sprintf("%-10s %s%-18s%s %-9s", p.Name, stateColor(p.State), state, ansiReset, fmt.Sprintf("%d/%d", p.InFlight, p.Slot))
+		row := fmt.Sprintf("%-10s %s%-16s%s %-7s", p.Name, stateColor(p.State), state, ansiReset, fmt.Sprintf("%d/%d", p.InFlight, p.Slot))
 		for _, t := range tasks {
 			cell := "—"
 			for _, l := range p.Latency {
@@ -143,47 +146,147 @@ func writeDemoLive(b *strings.Builder, rep *demoReport) {
 				}
 				cell = p95 + " / " + fmtDur(l.ReadTimeout)
 			}
-			row += fmt.Sprintf("  %-22s", cell)
+			row += fmt.Sprintf("  %-18s", cell)
 		}
+		line("%s", strings.TrimRight(row, " "))
+	}
+	line("")
+
+	// One row per task: its answers in the current phase, its p95 over the run.
+	line("%sanswers while %s%s%s, p95 over the run%s", ansiDim, ansiReset+phaseColors[rep.Phase], rep.Phase, ansiReset+ansiDim, ansiReset)
+	head = fmt.Sprintf("%-10s %5s", "task", "calls")
+	for a := range numAnswers {
+		head += fmt.Sprintf(" %8s", shortAnswer[a])
+	}
+	head += fmt.Sprintf(" %7s", "p95")
+	line("%s%s%s", ansiBold, head, ansiReset)
+	for _, t := range rep.Tasks {
+		n := t.Calls(rep.Phase)
+		row := fmt.Sprintf("%-10s %5d", t.Name, n)
+		for a := range numAnswers {
+			row += fmt.Sprintf(" %8s", pct(t.Answers(rep.Phase, a), n))
+		}
+		row += fmt.Sprintf(" %7s", fmtDur(t.P95))
 		line("%s", row)
 	}
 	line("")
 
-	head = fmt.Sprintf("%-22s %6s", "task", "calls")
-	for a := range answerError {
-		head += fmt.Sprintf(" %9s", shortAnswer[a])
+	rows := demoHeight - len(lines) - 1
+	shown := shownEvents(rep.Events, rows)
+	title := ansiBold + "events" + ansiReset
+	if hidden := len(rep.Events) - len(shown); hidden > 0 {
+		title += fmt.Sprintf(" %s(%d earlier not shown)%s", ansiDim, hidden, ansiReset)
 	}
-	head += fmt.Sprintf("  %7s %7s %7s", "p50", "p95", "p99")
-	line("%s%s%s", ansiBold, head, ansiReset)
-	for _, t := range rep.Tasks {
-		for _, p := range []demoPhase{numPhases, rep.Phase} {
-			label := t.Name + " (all)"
-			if p != numPhases {
-				label = "  " + rep.Phase.String()
-			}
-			n := t.Calls(p)
-			row := fmt.Sprintf("%-22s %6d", label, n)
-			for a := range answerError {
-				row += fmt.Sprintf(" %9s", pct(t.Answers(p, a), n))
-			}
-			if p == numPhases {
-				row += fmt.Sprintf("  %7s %7s %7s", fmtDur(t.P50), fmtDur(t.P95), fmtDur(t.P99))
-			}
-			line("%s", row)
-		}
+	line("%s", title)
+	for _, ev := range shown {
+		line("%7s  %s", fmtAt(ev.At), ev.Text)
 	}
-	line("")
-	line("%sevents%s", ansiBold, ansiReset)
-	events := rep.Events[max(0, len(rep.Events)-demoShownEvents):]
-	for _, ev := range events {
-		line("  %7s  %s", fmtAt(ev.At), ev.Text)
-	}
-	for range demoShownEvents - len(events) {
+	for len(lines) < demoHeight {
 		line("")
+	}
+	for i, l := range lines[:demoHeight] {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(fitLine(l, demoWidth-1) + ansiEOL)
 	}
 }
 
-var shortAnswer = [numAnswers]string{"model", "degraded", "heuristic", "unavail.", "human", "error"}
+// shownEvents picks at most n events for the live view, in order: every pinned one (the
+// latest n when there are more) and, in the rows left, the latest others.
+func shownEvents(events []demoEvent, n int) []demoEvent {
+	if n <= 0 {
+		return nil
+	}
+	if len(events) <= n {
+		return events
+	}
+	keep := make([]bool, len(events))
+	left := n
+	for i := len(events) - 1; i >= 0 && left > 0; i-- {
+		if events[i].Pinned {
+			keep[i] = true
+			left--
+		}
+	}
+	for i := len(events) - 1; i >= 0 && left > 0; i-- {
+		if !keep[i] {
+			keep[i] = true
+			left--
+		}
+	}
+	var out []demoEvent
+	for i, ev := range events {
+		if keep[i] {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// fitLine cuts s to at most width visible runes, keeping its escape sequences; a cut line
+// ends with "…". A line holding escapes ends with a reset, so that no colour leaks.
+func fitLine(s string, width int) string {
+	var b strings.Builder
+	cols, escaped := 0, false
+	for i := 0; i < len(s); {
+		if s[i] == '\x1b' {
+			j := escapeEnd(s, i)
+			b.WriteString(s[i:j])
+			i, escaped = j, true
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if cols == width-1 && visibleWidth(s[i:]) > 1 {
+			b.WriteRune('…')
+			cols++
+			escaped = escaped || strings.Contains(s[i:], "\x1b")
+			break
+		}
+		if cols == width {
+			break
+		}
+		b.WriteRune(r)
+		cols++
+		i += size
+	}
+	if escaped && !strings.HasSuffix(b.String(), ansiReset) {
+		b.WriteString(ansiReset)
+	}
+	return b.String()
+}
+
+// escapeEnd returns the end of the escape sequence that starts at s[i]: a CSI sequence up
+// to its final byte, or the escape and the byte after it.
+func escapeEnd(s string, i int) int {
+	j := i + 1
+	if j < len(s) && s[j] == '[' {
+		for j++; j < len(s); j++ {
+			if s[j] >= 0x40 && s[j] <= 0x7e {
+				return j + 1
+			}
+		}
+		return len(s)
+	}
+	return min(j+1, len(s))
+}
+
+// visibleWidth counts the runes of s outside escape sequences.
+func visibleWidth(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		if s[i] == '\x1b' {
+			i = escapeEnd(s, i)
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		n++
+		i += size
+	}
+	return n
+}
+
+var shortAnswer = [numAnswers]string{"model", "degraded", "heurist.", "unavail.", "human", "error"}
 
 // writeDemoSummary writes the plain-text summary of a run.
 func writeDemoSummary(w io.Writer, rep *demoReport) {
