@@ -501,8 +501,12 @@ func (r *Route) ask(ctx context.Context, tr *tier, in *afloat.Request, below []t
 			if notCalled != "any tool" {
 				what = "the tool " + notCalled
 			}
-			next.Messages = append(slices.Clip(req.Messages), afloat.Message{Role: afloat.RoleAssistant, Content: out.resp.Content},
-				afloat.Message{Role: afloat.RoleUser, Content: "This request requires you to call " + what + ". Call it now, with arguments that fit its parameters, instead of answering in text."})
+			next.Messages = slices.Clip(req.Messages)
+			if out.resp.Content != "" { // an empty assistant turn is refused by some providers
+				next.Messages = append(next.Messages, afloat.Message{Role: afloat.RoleAssistant, Content: out.resp.Content})
+			}
+			next.Messages = append(next.Messages, afloat.Message{Role: afloat.RoleUser,
+				Content: "This request requires you to call " + what + ". Call it now, with arguments that fit its parameters, instead of answering in text."})
 			req = &next
 		case chk.Err != nil:
 			req = toolReaskRequest(req, out.resp, chk, tools)
