@@ -3,6 +3,7 @@ package normalize
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -28,9 +29,9 @@ const (
 	MaxClientSubschemas = 1000
 	// MaxClientRefs bounds the $ref keywords of a client schema.
 	MaxClientRefs = 64
-	// MaxClientRecursion bounds the $ref that name a subschema enclosing them: two of them
-	// could both apply to each level of the answer, doubling the work at every level.
-	MaxClientRecursion = 1
+	// MaxClientRecursion bounds the $ref that name a subschema enclosing them (each must
+	// also reach a part of the value no other one reaches: see expansion).
+	MaxClientRecursion = 16
 )
 
 // ErrClientSchema is the error, wrapped by *LimitError, of a client schema over a limit.
@@ -164,70 +165,164 @@ func (w *rawWalk) count() error {
 }
 
 // expansion counts the subschemas of a compiled schema with each $ref replaced by the
-// subschema it names, as validation walks them, and the $ref that name a subschema enclosing
-// them (which it does not follow). It stops at the first limit exceeded, so its own work is
-// bounded by MaxClientSubschemas.
+// subschema it names, as validation walks them, and checks the $ref that name a subschema
+// enclosing them (which it does not follow): each one validates some part of the value
+// against that subschema again. Two of them that reach the same part of the value (two
+// branches of an anyOf that both descend into the items) double the work at every level of
+// the answer, so they are refused; two that reach different parts (a tree's "left" and
+// "right") only walk the answer once. It stops at the first limit exceeded, so its own work
+// is bounded by MaxClientSubschemas.
 type expansion struct {
-	nodes, recursive int
-	path             map[*jsonschema.Schema]bool
+	nodes int
+	stack []frame                    // the schemas being walked, outermost first
+	path  map[*jsonschema.Schema]int // a schema being walked → its index in stack
+	refs  int
 }
 
-func (x *expansion) walk(s *jsonschema.Schema) error {
+// frame is a schema being walked and the part of the value the edge into it leads to: ""
+// for the same value (allOf, anyOf, $ref, …), else the member or item it descends into.
+type frame struct {
+	s    *jsonschema.Schema
+	step string
+	// branches are the parts of the value that the recursive $ref back to this frame, as
+	// walked from here, descend through: a frame of its own each time s is walked, since
+	// two walks of one subschema validate different parts of the value.
+	branches [][]string
+}
+
+func newExpansion() *expansion {
+	return &expansion{path: map[*jsonschema.Schema]int{}}
+}
+
+func (x *expansion) walk(s *jsonschema.Schema, step string) error {
 	if s == nil {
 		return nil
 	}
-	if x.path[s] {
-		if x.recursive++; x.recursive > MaxClientRecursion {
-			return &LimitError{Limit: "recursion", Max: MaxClientRecursion,
-				Msg: fmt.Sprintf("schema has over %d recursive $ref", MaxClientRecursion)}
-		}
-		return nil
+	if at, ok := x.path[s]; ok {
+		return x.recursion(at, step)
 	}
 	if x.nodes++; x.nodes > MaxClientSubschemas {
 		return &LimitError{Limit: "subschemas", Max: MaxClientSubschemas,
 			Msg: fmt.Sprintf("schema expands through $ref to over %d subschemas", MaxClientSubschemas)}
 	}
-	x.path[s] = true
-	defer delete(x.path, s)
+	x.path[s] = len(x.stack)
+	x.stack = append(x.stack, frame{s: s, step: step})
+	defer func() {
+		delete(x.path, s)
+		x.stack = x.stack[:len(x.stack)-1]
+	}()
 	for _, c := range children(s) {
-		if err := x.walk(c); err != nil {
+		if err := x.walk(c.s, c.step); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// children lists the subschemas validation may apply from s, $ref targets included.
-func children(s *jsonschema.Schema) []*jsonschema.Schema {
-	out := []*jsonschema.Schema{s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else, s.PropertyNames,
-		s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema}
+// recursion checks a $ref back to the enclosing schema (at index at of the stack),
+// reached by the last edge step: the parts of the value it descends through must differ from
+// those of every other recursive $ref to target.
+func (x *expansion) recursion(at int, step string) error {
+	var branch []string
+	for _, f := range x.stack[at+1:] {
+		if f.step != "" {
+			branch = append(branch, f.step)
+		}
+	}
+	if step != "" {
+		branch = append(branch, step)
+	}
+	refused := func(msg string) error {
+		return &LimitError{Limit: "recursion", Max: MaxClientRecursion, Msg: msg}
+	}
+	if x.refs++; x.refs > MaxClientRecursion {
+		return refused(fmt.Sprintf("schema has over %d recursive $ref", MaxClientRecursion))
+	}
+	f := &x.stack[at]
+	for _, other := range f.branches {
+		if overlap(branch, other) {
+			return refused("two recursive $ref validate the same part of the value against one schema: the work would double at every level of the answer")
+		}
+	}
+	f.branches = append(f.branches, branch)
+	return nil
+}
+
+// overlap reports whether two branches may reach the same part of a value: the same length,
+// and at each step the same member or item, or a step that may stand for any (a wildcard:
+// patternProperties, additionalProperties, items, contains, …).
+func overlap(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] && !wildcard(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// wildcard reports whether one of two steps into the same kind of container may stand for
+// the other: a named member and any member ("p:x" and "p*"), or two item steps ("i*").
+func wildcard(a, b string) bool {
+	member := func(s string) bool { return strings.HasPrefix(s, "p:") || s == "p*" }
+	return (a == "p*" || b == "p*") && member(a) && member(b) || a == "i*" && b == "i*"
+}
+
+// edge is a subschema validation may apply from a schema, with the part of the value it
+// applies to (see frame).
+type edge struct {
+	s    *jsonschema.Schema
+	step string
+}
+
+// children lists the subschemas validation may apply from s, $ref targets included, each
+// with the part of the value it applies to: "" the same value, "p:NAME" a named member, "p*"
+// any member, "i*" any item (item steps are all taken as wildcards: items, prefixItems and
+// contains may apply to one element together).
+func children(s *jsonschema.Schema) []edge {
+	var out []edge
+	add := func(step string, cs ...*jsonschema.Schema) {
+		for _, c := range cs {
+			if c != nil {
+				out = append(out, edge{c, step})
+			}
+		}
+	}
+	add("", s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else)
 	if s.DynamicRef != nil {
-		out = append(out, s.DynamicRef.Ref)
+		add("", s.DynamicRef.Ref)
 	}
-	out = append(out, s.AllOf...)
-	out = append(out, s.AnyOf...)
-	out = append(out, s.OneOf...)
-	out = append(out, s.PrefixItems...)
-	for _, c := range s.Properties {
-		out = append(out, c)
-	}
-	for _, c := range s.PatternProperties {
-		out = append(out, c)
-	}
+	add("", s.AllOf...)
+	add("", s.AnyOf...)
+	add("", s.OneOf...)
 	for _, c := range s.DependentSchemas {
-		out = append(out, c)
+		add("", c)
 	}
 	for _, d := range s.Dependencies {
 		if c, ok := d.(*jsonschema.Schema); ok {
-			out = append(out, c)
+			add("", c)
 		}
 	}
-	for _, v := range []any{s.AdditionalProperties, s.AdditionalItems, s.Items} {
-		switch v := v.(type) {
+	add("p*", s.PropertyNames, s.UnevaluatedProperties)
+	for name, c := range s.Properties {
+		add("p:"+name, c)
+	}
+	for _, c := range s.PatternProperties {
+		add("p*", c)
+	}
+	add("i*", s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema)
+	add("i*", s.PrefixItems...)
+	for _, v := range []struct {
+		step string
+		v    any
+	}{{"p*", s.AdditionalProperties}, {"i*", s.AdditionalItems}, {"i*", s.Items}} {
+		switch c := v.v.(type) {
 		case *jsonschema.Schema:
-			out = append(out, v)
+			add(v.step, c)
 		case []*jsonschema.Schema:
-			out = append(out, v...)
+			add(v.step, c...)
 		}
 	}
 	return out

@@ -56,6 +56,10 @@ func TestFromClientLimits(t *testing.T) {
 		{"a tree: one recursive ref", `{"type": "object", "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#"}}}}`, ""},
 		{"a linked list through $defs", `{"$ref": "#/$defs/node", "$defs": {"node": {"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}}}}}`, ""},
 		{"two recursive refs to one level", `{"anyOf": [{"items": {"$ref": "#"}}, {"items": {"$ref": "#"}}, {"type": "string"}]}`, "recursion"},
+		{"a binary tree: left and right", `{"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "properties": {"v": {"type": "number"}, "left": {"$ref": "#/$defs/n"}, "right": {"$ref": "#/$defs/n"}}}}}`, ""},
+		{"a recursive type used by two properties", `{"properties": {"a": {"$ref": "#/$defs/n"}, "b": {"$ref": "#/$defs/n"}}, "$defs": {"n": {"properties": {"next": {"$ref": "#/$defs/n"}}}}}`, ""},
+		{"a named member and any member reach one value", `{"properties": {"x": {"$ref": "#"}}, "additionalProperties": {"$ref": "#"}, "patternProperties": {"^x$": {"$ref": "#"}}}`, "recursion"},
+		{"items and contains reach one element", `{"type": "array", "items": {"$ref": "#"}, "contains": {"$ref": "#"}}`, "recursion"},
 		{"a ref into a keyword it does not know", `{"x": {"anyOf": [` + strings.TrimSuffix(strings.Repeat(`{"type": "string"}, `, MaxClientSubschemas+1), ", ") + `]}, "$ref": "#/x"}`, "subschemas"},
 	}
 	for _, tt := range tests {

@@ -74,8 +74,7 @@ func Compile(name string, schema []byte, opts ...Option) (*Contract, error) {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
 	if o.client {
-		x := expansion{path: map[*jsonschema.Schema]bool{}}
-		if err := x.walk(sch); err != nil {
+		if err := newExpansion().walk(sch, ""); err != nil {
 			return nil, fmt.Errorf("schema %s: %w", name, err)
 		}
 	}
