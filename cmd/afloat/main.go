@@ -23,7 +23,7 @@ Usage:
   afloat demo [--duration 60s]   an offline demo: simulated providers, an outage, a live view
   afloat prompts test -c afloat.yaml
                                  run each prompt's recorded outputs through normalization
-  afloat review list|show|claim|resolve|reject --target URL --admin-token T
+  afloat review list|show|claim|resolve|reject|release --target URL --admin-token T
                                  work the human review queue of a running gateway
   afloat flags get|set|kill|unkill --target URL --admin-token T [--task NAME]
                                  read or change the kill switches (PATCH underneath)

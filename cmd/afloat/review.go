@@ -27,6 +27,8 @@ Commands:
   resolve ID               answer it: --result JSON or --result-file PATH, checked against
                            the task's schema (the gateway lists what does not fit)
   reject ID --reason TEXT  close it without an answer
+  release ID               give a claim back: the item is pending again (your own claim,
+                           or any with the admin token)
 
 Flags of every command:
   --target URL        the gateway (default $AFLOAT_TARGET, else http://127.0.0.1:8080)
@@ -48,7 +50,8 @@ type reviewOptions struct {
 	timeout                 time.Duration
 }
 
-// reviewCmd runs afloat review list|show|claim|resolve|reject against a gateway's admin API.
+// reviewCmd runs afloat review list|show|claim|resolve|reject|release against a gateway's
+// admin API.
 func reviewCmd(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, reviewUsage)
@@ -56,7 +59,7 @@ func reviewCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	cmd := args[0]
 	switch cmd {
-	case "list", "show", "claim", "resolve", "reject":
+	case "list", "show", "claim", "resolve", "reject", "release":
 	default:
 		fmt.Fprintf(stderr, "afloat review: unknown command %q\n\n%s", cmd, reviewUsage)
 		return errUsage
@@ -87,7 +90,7 @@ func reviewCmd(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	usage := func(format string, a ...any) error {
-		fmt.Fprintf(stderr, "afloat review %s: %s\n", cmd, fmt.Sprintf(format, a...))
+		fmt.Fprintf(stderr, "afloat review %s: %s\n\n%s", cmd, fmt.Sprintf(format, a...), reviewUsage)
 		return errUsage
 	}
 	var id string
@@ -128,8 +131,8 @@ func reviewCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	case "show":
 		path += "/" + url.PathEscape(id)
-	case "claim":
-		method, path = http.MethodPost, path+"/"+url.PathEscape(id)+"/claim"
+	case "claim", "release":
+		method, path = http.MethodPost, path+"/"+url.PathEscape(id)+"/"+cmd
 	case "resolve":
 		result, err := readResult(o)
 		if err != nil {
@@ -335,6 +338,9 @@ func printItem(w io.Writer, cmd string, payload []byte) error {
 		return nil
 	case "reject":
 		fmt.Fprintf(w, "%s rejected by %s: %s\n", it.ID, deref(it.Operator), deref(it.Reason))
+		return nil
+	case "release":
+		fmt.Fprintf(w, "%s released: %s\n", it.ID, it.Status)
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
