@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -145,21 +144,11 @@ func TestVersionText(t *testing.T) {
 // TestVersionStamped builds the binary as a user does (go build, VCS stamping on) and runs
 // `afloat version`: it names the checked-out revision and the Go version.
 func TestVersionStamped(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("go is not on PATH (%v): cannot build the binary", err)
-	}
-	if testing.Short() {
-		t.Skip("builds the afloat binary")
-	}
 	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skipf("not a git checkout (%v): nothing to stamp", err)
 	}
-	bin := filepath.Join(t.TempDir(), "afloat")
-	if out, err := exec.Command(goBin, "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildAfloat(t, "builds the afloat binary", "-buildvcs=true")
 	out, err := exec.Command(bin, "version").CombinedOutput()
 	if err != nil {
 		t.Fatalf("afloat version: %v\n%s", err, out)

@@ -7,9 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,20 +19,7 @@ import (
 // 202 for is there, exactly once, and a retried call with its Idempotency-Key finds it again
 // instead of queueing twice.
 func TestReviewQueueSurvivesKill9UnderLoad(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("go is not on PATH: %v", err)
-		}
-		t.Skipf("go is not on PATH (%v): cannot build the binary to kill", err)
-	}
-	if testing.Short() {
-		t.Skip("builds and runs the afloat binary under load")
-	}
-	bin := filepath.Join(t.TempDir(), "afloat")
-	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildAfloat(t, "builds and runs the afloat binary under load")
 	files := map[string]string{"data/.keep": ""}
 	for k, v := range testFiles {
 		files[k] = v

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,21 +44,7 @@ tasks:
 // on the same database: every item is there, in the same state, and a retried call with
 // the same Idempotency-Key finds its first review.
 func TestReviewQueueSurvivesKill9(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("go is not on PATH: %v", err)
-		}
-		t.Skipf("go is not on PATH (%v): cannot build the binary to kill", err)
-	}
-	if testing.Short() {
-		t.Skip("builds and runs the afloat binary")
-	}
-	bin := filepath.Join(t.TempDir(), "afloat")
-	build := exec.Command(goBin, "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildAfloat(t, "builds and runs the afloat binary")
 	files := map[string]string{"data/.keep": ""}
 	for k, v := range testFiles {
 		files[k] = v

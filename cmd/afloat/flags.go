@@ -179,28 +179,7 @@ func scoped(task string, v any) []byte {
 }
 
 func callFlags(ctx context.Context, method, u, token string, body []byte) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/merge-patch+json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, fmt.Errorf("cannot reach the gateway: %w", err)
-	}
-	defer resp.Body.Close()
-	payload, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return 0, nil, fmt.Errorf("reading the gateway's answer: %w", err)
-	}
-	return resp.StatusCode, payload, nil
+	return adminRequest(ctx, method, u, token, body, "application/merge-patch+json", nil)
 }
 
 // printFlags prints the document the gateway answered, indented; with a task, that task's

@@ -221,16 +221,31 @@ func readResult(o reviewOptions) (json.RawMessage, error) {
 }
 
 func callAdmin(ctx context.Context, method, u string, o reviewOptions, body []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	var extra http.Header
+	if o.operator != "" {
+		extra = http.Header{"X-Afloat-Operator": {o.operator}}
+	}
+	return adminRequest(ctx, method, u, o.token, body, "application/json", extra)
+}
+
+// adminRequest makes one call to a gateway's admin API, with token as the bearer, the extra
+// headers, and body (of contentType) when it is not nil; it returns the status and the
+// answer, at most 16 MiB of it.
+func adminRequest(ctx context.Context, method, u, token string, body []byte, contentType string, extra http.Header) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+o.token)
-	if o.operator != "" {
-		req.Header.Set("X-Afloat-Operator", o.operator)
+	for k, vs := range extra {
+		req.Header[k] = vs
 	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
