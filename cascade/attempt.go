@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -393,7 +392,7 @@ func (e *Engine) retryable(ctx context.Context, s spec, err error) (time.Duratio
 	if !errors.As(err, &pe) || !pe.Transient() {
 		return 0, false
 	}
-	wait := time.Duration(float64(u.retry.Backoff) * (0.5 + rand.Float64()))
+	wait := time.Duration(float64(u.retry.Backoff) * (0.5 + e.rand()))
 	if pe.RetryAfter > 0 {
 		if pe.RetryAfter > u.retry.MaxWait {
 			return 0, false

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,6 +172,9 @@ type Config struct {
 	Prompts *telemetry.PromptMetrics
 	// Clock drives every timer, deadline and window. nil means real time.
 	Clock clockwork.Clock
+	// Rand returns the random numbers in [0, 1) that jitter the waits before a retry; it
+	// must be safe for concurrent use. nil means math/rand/v2's global source.
+	Rand func() float64
 	// Logger receives state changes and failures. nil discards them.
 	Logger *slog.Logger
 }
@@ -178,6 +182,7 @@ type Config struct {
 // Engine holds the providers and runs tasks over them. It is safe for concurrent use.
 type Engine struct {
 	clock     clockwork.Clock
+	rand      func() float64
 	flags     flags.Source
 	review    review.Queue
 	metrics   *telemetry.Metrics
@@ -222,11 +227,14 @@ func (u *upstream) release() { u.inFlight.Add(-1) }
 // New builds an Engine. Every provider's breaker and guards are created here.
 func New(cfg Config) (*Engine, error) {
 	e := &Engine{
-		clock: cfg.Clock, flags: cfg.Flags, review: cfg.Review, metrics: cfg.Metrics, prompts: cfg.Prompts, log: cfg.Logger,
+		clock: cfg.Clock, rand: cfg.Rand, flags: cfg.Flags, review: cfg.Review, metrics: cfg.Metrics, prompts: cfg.Prompts, log: cfg.Logger,
 		latency: latency.NewSet(), upstreams: map[string]*upstream{}, names: map[string]bool{},
 	}
 	if e.clock == nil {
 		e.clock = clockwork.NewRealClock()
+	}
+	if e.rand == nil {
+		e.rand = rand.Float64
 	}
 	if e.flags == nil {
 		e.flags = flags.NewMemory()

@@ -42,6 +42,10 @@ type BuildOptions struct {
 	// which also holds the Go runtime's and the process's collectors (go_*, process_*); a
 	// Registerer of the host's own gets afloat's metrics only.
 	Registerer prometheus.Registerer
+	// Rand returns the random numbers in [0, 1) behind every jitter: the breakers' open
+	// periods and the waits before a retry. It must be safe for concurrent use. nil means
+	// math/rand/v2's global source; the demo passes a seeded one so that --seed reproduces.
+	Rand func() float64
 	// Review is the review store to use instead of the file's (tests, the demo); its host
 	// closes it. nil makes Build open the file's store: SQLite at review.sqlite.path, with
 	// review.claim_ttl and review.retention, closed by Runtime.Close.
@@ -99,6 +103,7 @@ func (f *File) Build(opts BuildOptions) (*Runtime, error) {
 type builder struct {
 	f     *File
 	clock clockwork.Clock
+	rand  func() float64
 	log   *slog.Logger
 	rt    *Runtime
 	errs  Errors
@@ -117,7 +122,7 @@ func (b *builder) line(path string) int {
 // provider whose adapter cannot be built is stood in for by one that always fails, so that
 // the tasks over it are still checked.
 func (f *File) build(opts BuildOptions) *builder {
-	b := &builder{f: f, clock: opts.Clock, log: opts.Logger}
+	b := &builder{f: f, clock: opts.Clock, rand: opts.Rand, log: opts.Logger}
 	if b.clock == nil {
 		b.clock = clockwork.NewRealClock()
 	}
@@ -166,7 +171,7 @@ func (f *File) build(opts BuildOptions) *builder {
 	rt.Flags = flags.NewMemory()
 	rt.Review = b.reviewStore(opts)
 	rt.Engine, err = cascade.New(cascade.Config{
-		Providers: providers, Flags: rt.Flags, Review: rt.Review, Metrics: metrics, Prompts: prompts, Clock: b.clock, Logger: b.log,
+		Providers: providers, Flags: rt.Flags, Review: rt.Review, Metrics: metrics, Prompts: prompts, Clock: b.clock, Rand: b.rand, Logger: b.log,
 	})
 	if err != nil {
 		b.errorf("providers", "%v", err)
@@ -225,7 +230,7 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 		Window: p.Breaker.Window, MinCalls: p.Breaker.MinCalls, Recovery: p.Breaker.Recovery,
 		Growth: p.Breaker.Growth, Jitter: jitterOf(p.Breaker.Jitter),
 		MaxRecovery: p.Breaker.MaxRecovery, UnusableCooldown: p.Breaker.UnusableCooldown,
-		Disabled: !p.Breaker.Enabled, Clock: b.clock,
+		Disabled: !p.Breaker.Enabled, Clock: b.clock, Rand: b.rand,
 	}
 	if _, err := breaker.New(p.Name, bc); err != nil {
 		b.errorf(path+".breaker", "%v", err)

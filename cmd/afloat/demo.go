@@ -68,6 +68,11 @@ heuristic) and a moderation task (critical: fails closed to human review). The p
 down at a quarter of the run and comes back at two thirds; the breaker opens and, once the
 primary is back, closes by itself. A live view when stdout is a terminal, and a summary.
 
+--seed fixes the traffic, every simulated latency, failure and answer, and every jitter
+(the breakers' open periods, the waits before a retry). On a real clock the machine's
+scheduling can still move a call or two that lands at a bulkhead's edge; run on a simulated
+clock (as the tests do), the same seed gives the same counts, call for call.
+
 Flags:
 `
 
@@ -81,7 +86,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	duration := fl.Duration("duration", 60*time.Second, "how long the traffic runs (at least 1s)")
 	rate := fl.Float64("rate", 20, "calls per second, 3/4 triage and 1/4 moderation (up to 1000)")
-	seed := fl.Uint64("seed", 1, "seed of the traffic and of the simulated providers")
+	seed := fl.Uint64("seed", 1, "seed of the traffic, the simulated providers and every jitter")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -141,6 +146,12 @@ func (o demoOptions) validate() error {
 		return fmt.Errorf("--rate %v is outside (0, %d]", o.Rate, demoMaxRate)
 	}
 	return nil
+}
+
+// interval is the time between two calls. The fault and its clearing fall halfway between
+// two calls, so that which phase a call belongs to never depends on which timer fires first.
+func (o demoOptions) interval() time.Duration {
+	return time.Duration(float64(time.Second) / o.Rate)
 }
 
 // recovery is every breaker's open period: a tenth of the run, so that the breaker probes a
@@ -363,7 +374,7 @@ func runDemo(ctx context.Context, opts demoOptions) (*demoReport, error) {
 		pending: make(chan struct{}, max(16, int(math.Ceil(opts.Rate*3*2)))),
 		rep: demoReport{
 			Duration: opts.Duration, Rate: opts.Rate, Seed: opts.Seed, Recovery: opts.recovery(),
-			FaultAt: opts.Duration / 4, ClearAt: opts.Duration * 2 / 3,
+			FaultAt: opts.Duration/4 + opts.interval()/2, ClearAt: opts.Duration*2/3 + opts.interval()/2,
 		},
 	}
 	for _, p := range rt.File.Providers {
@@ -442,7 +453,7 @@ func buildDemoIn(dir string, opts demoOptions) (*config.Runtime, error) {
 			p.MaxInFlight = emergency
 		}
 	}
-	rt, err := f.Build(config.BuildOptions{Clock: opts.Clock})
+	rt, err := f.Build(config.BuildOptions{Clock: opts.Clock, Rand: lockedRand(opts.Seed)})
 	if err != nil {
 		return nil, fmt.Errorf("demo config: %w", err)
 	}
@@ -452,13 +463,24 @@ func buildDemoIn(dir string, opts demoOptions) (*config.Runtime, error) {
 	return rt, nil
 }
 
+// lockedRand returns a source of numbers in [0, 1), seeded and safe for concurrent use: the
+// jitter of the breakers and the retries, so that a seed fixes them too.
+func lockedRand(seed uint64) func() float64 {
+	var mu sync.Mutex
+	r := rand.New(rand.NewPCG(seed^0x717e, seed))
+	return func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return r.Float64()
+	}
+}
+
 // run drives the traffic and the outage until the duration is over or ctx is done, then
 // waits for the calls in flight.
 func (d *demoRun) run(ctx context.Context) {
 	clk := d.clock
 	d.start = clk.Now()
-	interval := time.Duration(float64(time.Second) / d.opts.Rate)
-	traffic := clk.NewTicker(interval)
+	traffic := clk.NewTicker(d.opts.interval())
 	defer traffic.Stop()
 	poll := clk.NewTicker(demoPollEvery)
 	defer poll.Stop()
@@ -491,6 +513,9 @@ loop:
 		case <-end.Chan():
 			break loop
 		case <-traffic.Chan():
+			if clk.Since(d.start) >= d.opts.Duration {
+				break loop // the end, whichever of the two timers fired first
+			}
 			d.launch(calls)
 		case <-down.Chan():
 			d.setFault(fault.Fault{Mode: fault.ModeUnavailable, Status: 503})
