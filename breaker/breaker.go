@@ -12,8 +12,9 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// ErrOpen is returned by Allow when the call must be skipped: the breaker is open, or
-// half-open with its probe already taken.
+// ErrOpen is returned by Allow when the call must be skipped: the breaker is open, half-open
+// with its probe already taken, or closed by a good probe and still ramping up (see
+// Config.RampUp) with the call outside the provider's share.
 var ErrOpen = errors.New("breaker: circuit open")
 
 // maxSwaps bounds the compare-and-swap retries of one operation. Each retry means another
@@ -95,7 +96,8 @@ const (
 )
 
 // Allow decides whether a call to the provider may be made now. It returns ErrOpen when the
-// call must be skipped, and no other error: when the store fails, the local state decides.
+// call must be skipped (during a ramp-up, the calls outside the provider's share are), and
+// no other error: when the store fails, the local state decides.
 // Allow never waits on the clock.
 func (b *Breaker) Allow(ctx context.Context) (Permit, error) {
 	if b.s.disabled {
@@ -120,6 +122,9 @@ func (b *Breaker) allow(ctx context.Context, st Store, via permitFlags) (Permit,
 	for range maxSwaps {
 		switch rec.State {
 		case StateClosed:
+			if b.rampedOut(rec, now) {
+				return Permit{}, ErrOpen
+			}
 			p := Permit{b: b, epoch: rec.Epoch, flags: via}
 			if rec.Recovery != 0 {
 				p.flags |= elevated
@@ -213,7 +218,7 @@ func (b *Breaker) done(ctx context.Context, st Store, p Permit, callErr error) e
 	switch {
 	case probe && kind == afloat.Contract:
 		return b.update(ctx, st, p.epoch, func(rec Record) (Record, bool) {
-			return Record{State: StateClosed, Epoch: rec.Epoch + 1, Since: now, Recovery: rec.Recovery}, true
+			return Record{State: StateClosed, Epoch: rec.Epoch + 1, Since: now, Recovery: rec.Recovery, RampUp: true}, true
 		})
 	case probe && kind != afloat.Unusable:
 		return b.update(ctx, st, p.epoch, func(rec Record) (Record, bool) {
@@ -248,6 +253,29 @@ func (b *Breaker) done(ctx context.Context, st Store, p Permit, callErr error) e
 			return b.opened(rec, now, kind, b.jittered(b.recovery(rec)), callErr), true
 		})
 	}
+}
+
+// rampedOut reports whether the ramp-up of rec, a closed record, turns away a call at now:
+// until Config.RampUp has passed since a close by a good probe, a call is admitted with the
+// probability of the time since the close over RampUp. The draw is per call, so replicas that
+// share the record give the provider the same share together as each does alone.
+func (b *Breaker) rampedOut(rec Record, now time.Time) bool {
+	if !rec.RampUp || b.s.rampUp == 0 {
+		return false
+	}
+	since := now.Sub(rec.Since)
+	if since >= b.s.rampUp {
+		return false
+	}
+	return b.s.rand() >= float64(since)/float64(b.s.rampUp)
+}
+
+// rampUntil returns the end of the ramp-up of rec, or the zero time when rec does not ramp up.
+func (b *Breaker) rampUntil(rec Record) time.Time {
+	if rec.State != StateClosed || !rec.RampUp || b.s.rampUp == 0 {
+		return time.Time{}
+	}
+	return rec.Since.Add(b.s.rampUp)
 }
 
 func (b *Breaker) trips(c Counts) bool {
@@ -331,9 +359,14 @@ func (b *Breaker) Snapshot(ctx context.Context) Snapshot {
 		rec, _ = b.local.Load(ctx, b.name)
 	}
 	snap := Snapshot{State: rec.State, Since: rec.Since, Recovery: b.recovery(rec)}
+	now := b.clock.Now()
 	switch {
+	case rec.State == StateClosed:
+		if until := b.rampUntil(rec); now.Before(until) {
+			snap.RampUntil = until
+		}
 	case rec.State != StateOpen:
-	case b.clock.Now().Before(rec.Until):
+	case now.Before(rec.Until):
 		snap.Until = rec.Until
 	default:
 		snap.State, snap.Since = StateHalfOpen, rec.Until
@@ -343,10 +376,11 @@ func (b *Breaker) Snapshot(ctx context.Context) Snapshot {
 
 // Force sets the breaker's state, for administrators: StateOpen opens it for Config.Recovery
 // (it then probes as after any opening), StateHalfOpen makes the next call a probe, and
-// StateClosed closes it with empty counts and Recovery back to Config.Recovery. The change
-// is made even when the breaker is already in s, and emits an Event with Forced set when the
-// state changes. When the store fails, Force sets the local state and returns the error. A
-// disabled breaker cannot be forced.
+// StateClosed closes it with empty counts, Recovery back to Config.Recovery and no ramp-up
+// (the administrator vouches for the provider). The change is made even when the breaker is
+// already in s, and emits an Event with Forced set when the state changes. When the store
+// fails, Force sets the local state and returns the error. A disabled breaker cannot be
+// forced.
 func (b *Breaker) Force(ctx context.Context, s State) error {
 	if b.s.disabled {
 		return fmt.Errorf("breaker %q: disabled, cannot be forced %v", b.name, s)
@@ -386,4 +420,33 @@ func (b *Breaker) force(ctx context.Context, st Store, s State) error {
 		rec = cur
 	}
 	return errors.New("concurrent updates kept moving the state")
+}
+
+// Recover closes the breaker as a good probe does, its provider's share then ramping up over
+// Config.RampUp: for a probe made outside Allow (the engine's background probe, which may
+// end an open period early). It does nothing to a closed breaker. When the store fails, it
+// closes the local state and returns the error.
+func (b *Breaker) Recover(ctx context.Context) error {
+	if b.s.disabled {
+		return nil
+	}
+	recover := func(st Store) error {
+		rec, err := st.Load(ctx, b.name)
+		if err != nil || rec.State == StateClosed {
+			return err
+		}
+		now := b.clock.Now()
+		return b.update(ctx, st, rec.Epoch, func(rec Record) (Record, bool) {
+			return Record{State: StateClosed, Epoch: rec.Epoch + 1, Since: now, Recovery: rec.Recovery, RampUp: true}, true
+		})
+	}
+	err := recover(b.store)
+	if err != nil && b.store != b.local {
+		b.storeErrors.Add(1)
+		_ = recover(b.local) // the local store never fails
+	}
+	if err != nil {
+		return fmt.Errorf("breaker %q: recover: %w", b.name, err)
+	}
+	return nil
 }

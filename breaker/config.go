@@ -41,9 +41,10 @@ type Config struct {
 	// probe in step. It must be in [0, 1), or -1 for none; 0 means 0.2. The cooldown of an Unusable failure,
 	// a Retry-After that extends an open period and a forced opening are not jittered.
 	Jitter float64
-	// Rand returns the random numbers in [0, 1) that Jitter scales; it is called from many
-	// goroutines at once, so it must be safe for concurrent use. nil means math/rand/v2's
-	// Float64. Tests inject a fixed value (0.5 is no jitter at all).
+	// Rand returns the random numbers in [0, 1) that Jitter scales and that RampUp draws
+	// admissions with; it is called from many goroutines at once, so it must be safe for
+	// concurrent use. nil means math/rand/v2's Float64. Tests inject a fixed value (0.5 is no
+	// jitter at all; during a ramp-up it turns every call away in the first half, none after).
 	Rand func() float64
 	// UnusableCooldown is how long an Unusable failure (bad key, exhausted quota) opens the
 	// breaker for. 0 means 5m.
@@ -51,6 +52,15 @@ type Config struct {
 	// ProbeTimeout frees the probe slot of a probe that was admitted but never reported
 	// (Done or Cancel), so that another caller may probe. 0 means 1m.
 	ProbeTimeout time.Duration
+	// RampUp is how long a breaker that a good probe closed takes to give its provider all
+	// of its calls again: from the close, the share of calls that Allow admits rises
+	// linearly from none to all over RampUp, drawn per call with Rand, and the others are
+	// skipped as by an open circuit (ErrOpen), so that a provider just back is not flooded
+	// by the whole load at once. The state stays closed and the admitted calls count as
+	// usual: failures among them can open it again. A close by Force does not ramp up. In a
+	// shared store the ramp-up is the fleet's, as it is read from the shared record. 0 means
+	// no ramp-up: every call goes through from the close on.
+	RampUp time.Duration
 	// Disabled makes a breaker that admits every call and never opens, for tests and
 	// comparisons. false means the breaker works.
 	Disabled bool
@@ -93,6 +103,7 @@ type settings struct {
 	rand             func() float64
 	unusableCooldown time.Duration
 	probeTimeout     time.Duration
+	rampUp           time.Duration
 	disabled         bool
 }
 
@@ -122,6 +133,7 @@ func (c Config) settings() (settings, error) {
 		{"max recovery", c.MaxRecovery},
 		{"unusable cooldown", c.UnusableCooldown},
 		{"probe timeout", c.ProbeTimeout},
+		{"ramp up", c.RampUp},
 	} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v is negative", d.name, d.d))
@@ -139,6 +151,7 @@ func (c Config) settings() (settings, error) {
 		rand:             c.Rand,
 		unusableCooldown: cmp.Or(c.UnusableCooldown, DefaultUnusableCooldown),
 		probeTimeout:     cmp.Or(c.ProbeTimeout, DefaultProbeTimeout),
+		rampUp:           c.RampUp,
 		disabled:         c.Disabled,
 	}
 	if len(errs) == 0 && s.maxRecovery < s.recovery {

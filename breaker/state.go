@@ -69,4 +69,7 @@ type Snapshot struct {
 	// Config.Recovery, or more after failed probes (× Config.Growth each, up to MaxRecovery)
 	// until a call succeeds in the closed state.
 	Recovery time.Duration
+	// RampUntil is the end of the ramp-up (see Config.RampUp) when State is StateClosed and
+	// the breaker, closed by a good probe, still admits only a share of calls; zero otherwise.
+	RampUntil time.Time
 }

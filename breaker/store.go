@@ -86,6 +86,9 @@ type Record struct {
 	Recovery time.Duration
 	// Kind is the kind of the failure that opened the breaker.
 	Kind afloat.Kind
+	// RampUp is set on a closed breaker that a good probe closed: from Since, for
+	// Config.RampUp, the provider's share of calls rises from none to all.
+	RampUp bool
 }
 
 // Counts are the totals of a breaker's failure window after one Count.

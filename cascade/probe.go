@@ -253,16 +253,17 @@ func (p *prober) early(ctx context.Context, until time.Time) {
 		p.arm(p.next(until))
 		return
 	}
-	to := breaker.StateHalfOpen
 	if p.mode == ProbeCompletion {
-		to = breaker.StateClosed
+		// A real answer: close as a good probe does, the provider's share ramping up.
+		if ferr := p.br.Recover(ctx); ferr != nil {
+			p.log.Warn("background probe could not end the open period", "provider", p.name, "err", ferr)
+		}
+		return
 	}
-	if ferr := p.br.Force(ctx, to); ferr != nil {
+	if ferr := p.br.Force(ctx, breaker.StateHalfOpen); ferr != nil {
 		p.log.Warn("background probe could not end the open period", "provider", p.name, "err", ferr)
 	}
-	if to == breaker.StateHalfOpen {
-		p.recheck(ctx)
-	}
+	p.recheck(ctx)
 }
 
 // run makes the probe call within the probe timeout. A panic of the adapter is its failure.

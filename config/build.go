@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -29,6 +30,8 @@ import (
 	"github.com/afloat-dev/afloat/provider/sim"
 	"github.com/afloat-dev/afloat/provider/yandex"
 	"github.com/afloat-dev/afloat/review"
+	"github.com/afloat-dev/afloat/state"
+	"github.com/afloat-dev/afloat/state/redisstate"
 	"github.com/afloat-dev/afloat/telemetry"
 )
 
@@ -69,8 +72,12 @@ type Runtime struct {
 	// Faults holds every provider, wrapped so that drills inject faults into the real
 	// adapter.
 	Faults map[string]*fault.Provider
-	// Flags starts with every task and route on at its rollout_pct.
+	// Flags is the document the engine reads: every task and route on at its rollout_pct,
+	// unless State loaded a saved one.
 	Flags *flags.Memory
+	// State keeps Flags and the Faults in the state backend (shared/DESIGN.md §4): the
+	// admin API writes flags and faults through it.
+	State *state.State
 	// Review is the review queue: BuildOptions.Review, or the file's store (SQLite) that
 	// Build opened and Close closes.
 	Review review.Store
@@ -83,6 +90,17 @@ type Runtime struct {
 
 	// ownsReview: Build opened Review, and Close closes it.
 	ownsReview bool
+	// redis is the redis state backend and its client, when state.backend is redis.
+	redis       *redisstate.Backend
+	redisClient io.Closer
+}
+
+// StateHealth returns nil while the state backend answers, or why it does not.
+func (rt *Runtime) StateHealth() error {
+	if rt.State == nil {
+		return nil
+	}
+	return rt.State.Health()
 }
 
 // Build makes the file live: it builds each provider's adapter (no connection is made), its
@@ -105,6 +123,7 @@ type builder struct {
 	clock clockwork.Clock
 	rand  func() float64
 	log   *slog.Logger
+	reg   prometheus.Registerer // where the metrics go
 	rt    *Runtime
 	errs  Errors
 }
@@ -149,14 +168,13 @@ func (f *File) build(opts BuildOptions) *builder {
 		return b
 	}
 	rt.Metrics = metrics
+	b.reg = reg
 	prompts, err := telemetry.NewPromptMetrics(reg)
 	if err != nil {
 		b.errorf("", "metrics: %v", err)
 		return b
 	}
-	if f.State.Backend != "memory" {
-		b.errorf("state.backend", "state backend %s is not available in this build", f.State.Backend)
-	}
+	b.redisState(opts)
 
 	var providers []cascade.ProviderConfig
 	for _, p := range f.Providers {
@@ -198,7 +216,72 @@ func (f *File) build(opts BuildOptions) *builder {
 	if err := rt.Flags.Set(context.Background(), doc); err != nil {
 		b.errorf("", "flags: %v", err)
 	}
+	b.state(opts)
 	return b
+}
+
+// redisState connects the redis state backend when Build opens stores (Check never
+// connects): its breaker store then backs every provider's breaker.
+func (b *builder) redisState(opts BuildOptions) {
+	st := b.f.State
+	if st.Backend != "redis" || !opts.openReview {
+		return
+	}
+	client, err := redisstate.NewClient(st.Redis.URL, redisstate.ClientOptions{
+		Cluster: st.Redis.Cluster, MasterName: st.Redis.MasterName, Timeout: st.Redis.Timeout,
+	})
+	if err != nil {
+		b.errorf("state.redis.url", "%v", err)
+		return
+	}
+	backend, err := redisstate.New(redisstate.Options{
+		Client: client, Prefix: st.Redis.Prefix, Timeout: st.Redis.Timeout, Clock: b.clock, Logger: b.log,
+	})
+	if err != nil {
+		_ = client.Close()
+		b.errorf("state.redis", "%v", err)
+		return
+	}
+	b.rt.redis, b.rt.redisClient = backend, client
+}
+
+// state makes the flags and faults durable: in Redis, in the SQLite file of the review
+// queue (state.backend local, when Build opened that file), or in memory for a host that
+// gave its own review store or a Check.
+func (b *builder) state(opts BuildOptions) {
+	rt := b.rt
+	var store state.Store = state.NewMemory()
+	kind := b.f.State.Backend
+	switch {
+	case rt.redis != nil:
+		store = rt.redis
+	case kind == "local" && rt.ownsReview:
+		s, err := state.OpenSQLite(b.f.Review.SQLite.Path)
+		if err != nil {
+			b.errorf("review.sqlite.path", "flags and faults: %v", err)
+			return
+		}
+		store = s
+	}
+	s, err := state.New(context.Background(), state.Options{
+		Kind: kind, Store: store, Flags: rt.Flags, Faults: rt.Faults, Clock: b.clock, Logger: b.log,
+	})
+	rt.State = s
+	if rerr := telemetry.RegisterStateBackend(b.reg, func() bool { return s.Health() == nil }, func() uint64 {
+		if rt.redis != nil {
+			return rt.redis.Failures()
+		}
+		return 0
+	}); rerr != nil {
+		b.errorf("", "metrics: %v", rerr)
+	}
+	switch {
+	case err == nil:
+	case rt.redis != nil && b.f.State.OnFailure == "local":
+		b.log.Warn("redis state unavailable at start: serving from local state until it answers", "err", err)
+	default:
+		b.errorf("state", "loading flags and faults: %v", err)
+	}
 }
 
 // provider builds one provider's adapter and guards. It reports false only when the provider
@@ -228,9 +311,12 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 	bc := breaker.Config{
 		ConsecutiveFailures: p.Breaker.ConsecutiveFailures, FailureRate: p.Breaker.FailureRate,
 		Window: p.Breaker.Window, MinCalls: p.Breaker.MinCalls, Recovery: p.Breaker.Recovery,
-		Growth: p.Breaker.Growth, Jitter: jitterOf(p.Breaker.Jitter),
+		Growth: p.Breaker.Growth, Jitter: jitterOf(p.Breaker.Jitter), RampUp: p.Breaker.RampUp,
 		MaxRecovery: p.Breaker.MaxRecovery, UnusableCooldown: p.Breaker.UnusableCooldown,
 		Disabled: !p.Breaker.Enabled, Clock: b.clock, Rand: b.rand,
+	}
+	if b.rt.redis != nil {
+		bc.Store = b.rt.redis.Breakers()
 	}
 	if _, err := breaker.New(p.Name, bc); err != nil {
 		b.errorf(path+".breaker", "%v", err)
@@ -562,9 +648,21 @@ func (rt *Runtime) Close() error {
 	if rt.Engine != nil {
 		_ = rt.Engine.Close() // never fails; it waits for running probes to return
 	}
-	if !rt.ownsReview || rt.Review == nil {
-		return nil
+	var errs []error
+	if rt.State != nil {
+		errs = append(errs, rt.State.Close()) // closes the redis backend too
+		rt.State = nil
+	} else if rt.redis != nil {
+		errs = append(errs, rt.redis.Close())
 	}
-	rt.ownsReview = false
-	return rt.Review.Close()
+	rt.redis = nil
+	if rt.redisClient != nil {
+		errs = append(errs, rt.redisClient.Close())
+		rt.redisClient = nil
+	}
+	if rt.ownsReview && rt.Review != nil {
+		rt.ownsReview = false
+		errs = append(errs, rt.Review.Close())
+	}
+	return errors.Join(errs...)
 }

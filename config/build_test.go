@@ -341,12 +341,6 @@ func TestBuildErrors(t *testing.T) {
 			path:   "review.sqlite.path", msg: "unable to open",
 			keyLine: "review: {sqlite:",
 		},
-		{
-			name:   "redis state backend",
-			config: "state: {backend: redis, redis: {url: \"redis://127.0.0.1:6379/0\"}}\n" + minimal,
-			path:   "state.backend", msg: "state backend redis is not available in this build",
-			keyLine: "state: {backend: redis",
-		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

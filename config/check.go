@@ -194,6 +194,9 @@ func warnings(f *File) []string {
 			warn("routes."+r.Name, "cascade has a single tier: when its provider fails, the route answers unavailable")
 		}
 	}
+	if f.legacyMemory {
+		warn("state.backend", "memory is now called local (flags and faults persist in the SQLite file beside the review queue)")
+	}
 	for _, p := range unapplied(f) {
 		if f.Line(p) > 0 {
 			warn(p, "is not applied by this build")
@@ -210,8 +213,6 @@ func warnings(f *File) []string {
 // unappliedKeys are keys Load accepts and this build does not apply yet, besides the guards'
 // and the alerts' below. Each leaves this list with the work that applies it.
 var unappliedKeys = []string{
-	"state.redis",       // the redis state backend (state.backend redis is an error)
-	"state.on_failure",  // the redis state backend
 	"review.postgres",   // the postgres review store (review.store postgres is an error)
 	"review.webhook",    // review webhooks
 	"flags.openfeature", // the OpenFeature flag provider
@@ -221,7 +222,7 @@ var unappliedKeys = []string{
 
 // unappliedGuards are keys of a provider's guards, under defaults and under each provider,
 // that this build does not apply yet.
-var unappliedGuards = []string{"breaker.ramp_up", "timeouts.write", "timeouts.pool"}
+var unappliedGuards = []string{"timeouts.write", "timeouts.pool"}
 
 // unapplied returns the key paths that Check warns about when the file writes them.
 func unapplied(f *File) []string {

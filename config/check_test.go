@@ -124,11 +124,6 @@ func TestCheckWarnings(t *testing.T) {
 			want:   "tasks.triage.review_sla: has no effect",
 		},
 		{
-			name:   "ramp_up not applied",
-			config: "defaults:\n  breaker: {ramp_up: 1m}\n" + minimal,
-			want:   "line 2: defaults.breaker.ramp_up: is not applied by this build",
-		},
-		{
 			name:   "write timeout not applied",
 			config: strings.Replace(minimal, "primary: {type: sim}", "primary: {type: sim, timeouts: {write: 2s}}", 1),
 			want:   "providers.primary.timeouts.write: is not applied by this build",
@@ -162,8 +157,6 @@ func TestCheckUnappliedKeys(t *testing.T) {
 		snippet string // prepended to minimal, with "# here" on the key's line
 		path    string
 	}{
-		{"state.redis", "state:\n  backend: memory\n  redis: {url: \"redis://127.0.0.1:6379/0\"}  # here\n", "state.redis"},
-		{"state.on_failure", "state:\n  on_failure: local  # here\n", "state.on_failure"},
 		{"review.postgres", "review:\n  store: sqlite\n  postgres: {url: \"postgres://localhost/afloat\"}  # here\n", "review.postgres"},
 		{"review.webhook", "review:\n  webhook: {url: \"https://hooks.example/review\", secret: s3cret}  # here\n", "review.webhook"},
 		{"flags.openfeature", "flags:\n  openfeature: {provider: flagd, endpoint: \"localhost:8013\"}  # here\n", "flags.openfeature"},
@@ -173,7 +166,6 @@ func TestCheckUnappliedKeys(t *testing.T) {
 		{"alerts.primary_open", "alerts:\n  primary_open: {for: 1m}  # here\n", "alerts.primary_open"},
 		{"alerts.contract_violation_rate", "alerts:\n  contract_violation_rate: {above: 0.1, for: 5m, webhook: \"https://hooks.example/alert\"}  # here\n", "alerts.contract_violation_rate"},
 		{"alerts.review_sla", "alerts:\n  review_sla: {for: 0s}  # here\n", "alerts.review_sla"},
-		{"defaults.breaker.ramp_up", "defaults:\n  breaker: {ramp_up: 1m}  # here\n", "defaults.breaker.ramp_up"},
 		{"defaults.timeouts.pool", "defaults:\n  timeouts:\n    pool: 50ms  # here\n", "defaults.timeouts.pool"},
 		{"providers.primary.timeouts.write", "", "providers.primary.timeouts.write"},
 	}
@@ -205,13 +197,20 @@ func TestCheckUnappliedKeys(t *testing.T) {
 			}
 		})
 	}
+	t.Run("memory is now local", func(t *testing.T) {
+		config := "state:\n  backend: memory  # here\n" + minimal
+		want := fmt.Sprintf("line %d: state.backend: memory is now called local (flags and faults persist in the SQLite file beside the review queue)", markedLine(t, config))
+		if warnings := check(t, config); !slices.Equal(warnings, []string{want}) {
+			t.Fatalf("warnings %q, want %q", warnings, want)
+		}
+	})
 	t.Run("none", func(t *testing.T) {
 		// The applied neighbours of those keys.
-		config := `state: {backend: memory}
+		config := `state: {backend: local, on_failure: local, redis: {url: "redis://127.0.0.1:6379/0", timeout: 50ms}}
 review: {store: sqlite, sqlite: {path: queue.db}, claim_ttl: 15m, retention: 720h}
 alerts: {}
 defaults:
-  breaker: {recovery: 10s, unusable_cooldown: 1m}
+  breaker: {recovery: 10s, unusable_cooldown: 1m, ramp_up: 1m}
   timeouts: {connect: 500ms, initial: 1s}
 ` + minimal
 		if warnings := check(t, config); len(warnings) != 0 {

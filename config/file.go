@@ -36,6 +36,8 @@ type File struct {
 	// invalid holds the providers, tasks and routes ("tasks.triage") that had errors, so
 	// that Check can build the rest.
 	invalid map[string]bool
+	// legacyMemory: state.backend says memory, the former name of local (Check warns).
+	legacyMemory bool
 }
 
 // Provider returns the provider named name, or nil.
@@ -104,23 +106,32 @@ type Tenant struct {
 
 // State says where breakers, flags and faults live.
 type State struct {
-	// Backend is "memory" (one process) or "redis" (a fleet). Absent means memory.
+	// Backend is "local" (one process: breakers in memory, flags and faults in the SQLite
+	// file beside the review queue, so that a kill switch survives a restart) or "redis" (a
+	// fleet: every replica shares them). Absent means local; "memory", its former name, is
+	// read as local (Check warns).
 	Backend string `yaml:"backend"`
 	// Redis is the redis backend's server; required when Backend is redis.
-	// Not applied by this build: Check warns when a file sets it.
 	Redis Redis `yaml:"redis"`
-	// OnFailure is what a replica does when the shared state fails: "local" keeps serving on
-	// local state. Absent means local.
-	// Not applied by this build: Check warns when a file sets it.
+	// OnFailure is what a replica does when Redis fails: "local" keeps serving on its own
+	// breakers and its last known flags and faults, and rejoins when Redis answers; "fail"
+	// answers 503 to calls and to /readyz until it does. Absent means local.
 	OnFailure string `yaml:"on_failure"`
 }
 
-// Redis is a redis server.
+// Redis is a redis server, a Sentinel set or a Cluster.
 type Redis struct {
-	// URL is the server ("redis://127.0.0.1:6379/0"); required with the redis backend.
+	// URL is the server ("redis://[user:password@]127.0.0.1:6379/0", rediss:// for TLS;
+	// more seed addresses as "?addr=host:port&addr=…"); required with the redis backend.
 	URL string `yaml:"url"`
-	// Prefix starts every key. Absent means "afloat:".
+	// Prefix starts every key and the pub/sub channel. Absent means "afloat:".
 	Prefix string `yaml:"prefix"`
+	// Cluster makes the client a Redis Cluster client, even with one seed address.
+	Cluster bool `yaml:"cluster"`
+	// MasterName makes the client a Sentinel client: the URL's addresses are the sentinels'.
+	MasterName string `yaml:"master_name"`
+	// Timeout bounds every command; a slower Redis counts as failed. Absent means 100ms.
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 // Review configures the human review queue.

@@ -192,6 +192,16 @@ func TestParseErrors(t *testing.T) {
 			path: "state.redis.url", msg: "required with state.backend redis",
 		},
 		{
+			name: "redis prefix moving the hash slot",
+			text: "state:\n  backend: redis\n  redis: {url: \"redis://127.0.0.1:6379/0\", prefix: \"a{b}:\"}   # here\n" + minimal,
+			path: "state.redis.prefix", msg: "may not hold '{' or '}'",
+		},
+		{
+			name: "unknown on_failure",
+			text: "state:\n  on_failure: crash   # here\n" + minimal,
+			path: "state.on_failure", msg: "want local or fail",
+		},
+		{
 			name: "unknown alias",
 			text: "server:\n  listen: *nowhere   # here\n" + minimal,
 			path: "server.listen", msg: "unknown alias",
@@ -637,7 +647,7 @@ routes:
 	}{
 		{"listen", f.Server.Listen, "127.0.0.1:8080"},
 		{"max_body", f.Server.MaxBody, Size(1 << 20)},
-		{"state backend", f.State.Backend, "memory"},
+		{"state backend", f.State.Backend, "local"},
 		{"review store", f.Review.Store, "sqlite"},
 		{"sqlite path", f.Review.SQLite.Path, "/cfg/afloat.db"},
 		{"drill max age", f.Drill.MaxAge, 2160 * time.Hour},

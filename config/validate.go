@@ -312,15 +312,16 @@ func (v *validator) credentials() {
 func (v *validator) state() {
 	s := &v.f.State
 	switch s.Backend {
-	case "":
-		s.Backend = "memory"
-	case "memory":
+	case "", "memory":
+		v.f.legacyMemory = s.Backend == "memory"
+		s.Backend = "local" // memory is the former name: one process, now persisted
+	case "local":
 	case "redis":
 		if s.Redis.URL == "" {
 			v.errorAt("state.redis.url", v.line("state.backend"), "required with state.backend redis")
 		}
 	default:
-		v.errorf("state.backend", "unknown backend %q (want memory or redis)", s.Backend)
+		v.errorf("state.backend", "unknown backend %q (want local or redis)", s.Backend)
 	}
 	if s.Redis.URL != "" {
 		if u, err := url.Parse(s.Redis.URL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
@@ -329,13 +330,22 @@ func (v *validator) state() {
 	}
 	if !v.written("state.redis.prefix") {
 		s.Redis.Prefix = defaultRedisPrefix
+	} else if strings.ContainsAny(s.Redis.Prefix, "{}") {
+		v.errorf("state.redis.prefix", "may not hold '{' or '}': they would move the keys' Redis Cluster hash slot")
+	}
+	if s.Redis.Cluster && s.Redis.MasterName != "" {
+		v.errorf("state.redis.master_name", "a Sentinel master and cluster: true exclude each other")
+	}
+	v.nonNegative("state.redis.timeout", s.Redis.Timeout)
+	if s.Redis.Timeout == 0 {
+		s.Redis.Timeout = 100 * time.Millisecond
 	}
 	switch s.OnFailure {
 	case "":
 		s.OnFailure = "local"
-	case "local":
+	case "local", "fail":
 	default:
-		v.errorf("state.on_failure", "unknown value %q (want local)", s.OnFailure)
+		v.errorf("state.on_failure", "unknown value %q (want local or fail)", s.OnFailure)
 	}
 }
 

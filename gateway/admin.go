@@ -128,11 +128,7 @@ func (g *Gateway) status(w http.ResponseWriter, r *http.Request) {
 			doc.Flags = g.fullFlags(d)
 		}
 	}
-	healthy := true
-	if g.cfg.Ready != nil {
-		healthy = g.cfg.Ready(ctx) == nil
-	}
-	doc.StateBackend = map[string]any{"kind": g.cfg.StateBackend, "healthy": healthy}
+	doc.StateBackend = g.stateStatus()
 	doc.ReviewStore = g.reviewStoreStatus(ctx)
 	writeJSON(w, http.StatusOK, doc)
 }
@@ -462,12 +458,32 @@ func (g *Gateway) putFault(w http.ResponseWriter, r *http.Request) {
 		// A drill nobody ends must not keep a provider down: every fault clears itself.
 		flt.TTL = fault.DefaultTTL
 	}
-	if err := f.Set(flt); err != nil {
+	if err := flt.Validate(); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_fault", err.Error())
+		return
+	}
+	if !g.setFault(w, r, name, f, flt) {
 		return
 	}
 	g.log.Warn("fault injected", "provider", name, "mode", string(flt.Mode), "ttl", flt.TTL.String())
 	writeJSON(w, http.StatusOK, map[string]any{"provider": name, "fault": viewFault(f)})
+}
+
+// setFault sets flt (valid; the zero Fault clears) through the state backend, so that every
+// replica sharing it applies it, or on the local wrapper without one. It answers 503 and
+// reports false when the backend cannot take it.
+func (g *Gateway) setFault(w http.ResponseWriter, r *http.Request, name string, p *fault.Provider, flt fault.Fault) bool {
+	var err error
+	if g.cfg.State != nil {
+		err = g.cfg.State.SetFault(r.Context(), name, flt)
+	} else {
+		err = p.Set(flt)
+	}
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "state_unavailable", "the fault was not set: the state backend cannot take it: "+err.Error())
+		return false
+	}
+	return true
 }
 
 func (g *Gateway) deleteFault(w http.ResponseWriter, r *http.Request) {
@@ -477,7 +493,9 @@ func (g *Gateway) deleteFault(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown_provider", fmt.Sprintf("no provider %q", name))
 		return
 	}
-	_ = f.Set(fault.Fault{})
+	if !g.setFault(w, r, name, f, fault.Fault{}) {
+		return
+	}
 	g.log.Info("fault cleared", "provider", name)
 	writeJSON(w, http.StatusOK, map[string]any{"provider": name, "fault": nil})
 }

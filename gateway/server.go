@@ -31,6 +31,17 @@ type FlagStore interface {
 	Set(ctx context.Context, doc *flags.Document) error
 }
 
+// State is the state backend as the gateway sees it.
+type State interface {
+	// Kind names it in /admin/status: "local" or "redis".
+	Kind() string
+	// Health returns nil while it answers, or why it does not.
+	Health() error
+	// SetFault injects f into the provider (the zero Fault clears it), everywhere the state
+	// is shared.
+	SetFault(ctx context.Context, provider string, f fault.Fault) error
+}
+
 // Config configures a Gateway.
 type Config struct {
 	// Engine runs the tasks and routes; required.
@@ -64,11 +75,17 @@ type Config struct {
 	MaxBody int64
 	// Gatherer serves /metrics; nil serves an empty registry (never the global one).
 	Gatherer prometheus.Gatherer
-	// StateBackend names the state backend in /admin/status ("memory", "redis").
-	// "" means "memory".
-	StateBackend string
-	// Ready reports whether the gateway can take calls (its state backend and review store
-	// answer); nil means always ready.
+	// State is the state backend that keeps the flags and faults (*state.State): faults are
+	// set through it, so that with the redis backend every replica sees them, and its health
+	// shows in /admin/status and /readyz. nil means "local", always healthy, faults set on
+	// the Faults' wrappers only.
+	State State
+	// StateRequired answers 503 to calls and to /readyz while State is unhealthy
+	// (state.on_failure: fail). Otherwise a replica keeps serving on its own state, still
+	// ready, and says so in /readyz and /admin/status.
+	StateRequired bool
+	// Ready reports whether the gateway can take calls (beyond the state backend and the
+	// review store, which it checks itself); nil means always ready.
 	Ready func(ctx context.Context) error
 	// Clock drives budgets and the idempotency cache; nil means real time.
 	Clock clockwork.Clock
@@ -116,9 +133,6 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = 1 << 20
-	}
-	if cfg.StateBackend == "" {
-		cfg.StateBackend = "memory"
 	}
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.NewRegistry()
@@ -226,6 +240,14 @@ func (g *Gateway) client(next http.Handler) http.Handler {
 			if tenant, ok = g.tenantOf(key); !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="afloat"`)
 				requestError(w, r, http.StatusUnauthorized, "unauthorized", "unknown client key")
+				return
+			}
+		}
+		if g.cfg.StateRequired {
+			if err := g.stateHealth(); err != nil {
+				w.Header().Set("Retry-After", "1")
+				requestError(w, r, http.StatusServiceUnavailable, "state_unavailable",
+					"the shared state is unavailable and this gateway is configured to stop (state.on_failure: fail): "+err.Error())
 				return
 			}
 		}
@@ -384,10 +406,36 @@ func (g *Gateway) recover(next http.Handler) http.Handler {
 
 func (g *Gateway) ready(w http.ResponseWriter, r *http.Request) {
 	if err := g.readiness(r.Context()); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": err.Error(), "state_backend": g.stateStatus()})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "state_backend": g.stateStatus()})
+}
+
+// stateHealth returns the state backend's health; nil without one.
+func (g *Gateway) stateHealth() error {
+	if g.cfg.State == nil {
+		return nil
+	}
+	return g.cfg.State.Health()
+}
+
+// stateStatus is the state backend in /readyz and /admin/status: its kind, whether it
+// answers and, when it does not, why (the replica then serves from its own state).
+func (g *Gateway) stateStatus() map[string]any {
+	kind := "local"
+	if g.cfg.State != nil {
+		kind = g.cfg.State.Kind()
+	}
+	out := map[string]any{"kind": kind, "healthy": true}
+	if err := g.stateHealth(); err != nil {
+		out["healthy"] = false
+		out["error"] = err.Error()
+		if !g.cfg.StateRequired {
+			out["fallback"] = "local"
+		}
+	}
+	return out
 }
 
 const (
@@ -456,8 +504,12 @@ func (g *Gateway) readiness(ctx context.Context) error {
 	return f.err
 }
 
-// probeReady asks the state backend and the review store whether they answer now.
+// probeReady asks the state backend and the review store whether they answer now. A
+// state backend that fails makes the gateway unready only when it is required.
 func (g *Gateway) probeReady(ctx context.Context) error {
+	if err := g.stateHealth(); err != nil && g.cfg.StateRequired {
+		return err
+	}
 	if g.cfg.Ready != nil {
 		if err := g.cfg.Ready(ctx); err != nil {
 			return err

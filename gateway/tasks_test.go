@@ -241,7 +241,7 @@ func TestAdminAPI(t *testing.T) {
 	if ins := task["inputs"].([]any); len(ins) != 1 || ins[0] != "message" {
 		t.Fatalf("task inputs %v", task)
 	}
-	if sb := raw["state_backend"].(map[string]any); sb["kind"] != "memory" || sb["healthy"] != true {
+	if sb := raw["state_backend"].(map[string]any); sb["kind"] != "local" || sb["healthy"] != true {
 		t.Fatalf("state backend %v", sb)
 	}
 

@@ -445,6 +445,7 @@ func buildDemoIn(dir string, opts demoOptions) (*config.Runtime, error) {
 	backup, emergency := opts.bulkheads()
 	for i, p := range f.Providers {
 		p.Breaker.Recovery, p.Breaker.MaxRecovery = opts.recovery(), opts.recovery()
+		p.Breaker.RampUp = opts.recovery() // the primary takes its traffic back over one open period
 		p.Seed = opts.Seed + uint64(i)
 		switch p.Name {
 		case "backup":

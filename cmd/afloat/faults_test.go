@@ -887,7 +887,9 @@ func TestFault15OutageAndRecovery(t *testing.T) {
 	}
 	p := fs.New(t, fs.Config{Model: primaryModel, Tokens: primaryTokens, Script: script, Models: script})
 	b := fs.New(t, fs.Config{Model: backupModel, Tokens: backupTokens})
-	g := startFaultServe(t, faultSetup{primary: ", breaker: {recovery: 200ms, max_recovery: 2s}, probe: models", needs: "providers.primary.probe"}, p, b)
+	// ramp_up 0s: the primary takes every call back as soon as its breaker closes (the ramp,
+	// 30s by default, has its own tests in breaker and cascade).
+	g := startFaultServe(t, faultSetup{primary: ", breaker: {recovery: 200ms, max_recovery: 2s, ramp_up: 0s}, probe: models", needs: "providers.primary.probe"}, p, b)
 
 	type sent struct {
 		at       time.Time

@@ -78,9 +78,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errFailed
 	}
 	gw, err := gateway.New(gateway.Config{
-		Engine: rt.Engine, Tasks: rt.Tasks, Routes: rt.Routes, Faults: rt.Faults, Flags: rt.Flags,
-		Review: rt.Review, Tenants: tenants, Operators: operators, AdminToken: f.Server.AdminToken, MaxBody: int64(f.Server.MaxBody),
-		Gatherer: rt.Registry, StateBackend: f.State.Backend, Logger: log, AccessLog: f.Server.AccessLog,
+		Engine: rt.Engine, Tasks: rt.Tasks, Routes: rt.Routes, Faults: rt.Faults, Flags: rt.State, State: rt.State,
+		StateRequired: f.State.OnFailure == "fail",
+		Review:        rt.Review, Tenants: tenants, Operators: operators, AdminToken: f.Server.AdminToken, MaxBody: int64(f.Server.MaxBody),
+		Gatherer: rt.Registry, Logger: log, AccessLog: f.Server.AccessLog,
 	})
 	if err != nil {
 		return err

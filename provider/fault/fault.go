@@ -183,6 +183,21 @@ func (p *Provider) Set(f Fault) error {
 	return nil
 }
 
+// SetUntil replaces the fault with one that clears itself at expires (zero: never), the
+// form in which a shared state passes a fault set elsewhere (another replica, before a
+// restart). A fault whose expires has passed clears it.
+func (p *Provider) SetUntil(f Fault, expires time.Time) error {
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	if f.Mode == ModeNone || !expires.IsZero() && !p.clock.Now().Before(expires) {
+		p.fault.Store(&set{})
+		return nil
+	}
+	p.fault.Store(&set{f: f, expires: expires})
+	return nil
+}
+
 // Fault returns the fault in force: the zero Fault once the one set has expired.
 func (p *Provider) Fault() Fault { return p.State().Fault }
 

@@ -1,0 +1,67 @@
+package state
+
+import (
+	"context"
+	"sync"
+
+	"github.com/afloat-dev/afloat/flags"
+)
+
+// Memory is a Store in process: nothing survives the process. It is what a host that
+// builds a runtime for itself (tests, the demo) gets. It never fails; it is safe for
+// concurrent use.
+type Memory struct {
+	mu      sync.Mutex
+	doc     *flags.Document
+	version uint64
+	faults  map[string]Fault
+}
+
+var _ Store = (*Memory)(nil)
+
+// NewMemory returns an empty Memory.
+func NewMemory() *Memory { return &Memory{faults: map[string]Fault{}} }
+
+// LoadFlags implements Store.
+func (m *Memory) LoadFlags(context.Context) (*flags.Document, uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.doc, m.version, nil
+}
+
+// SwapFlags implements Store. It keeps doc itself: the caller must not modify it.
+func (m *Memory) SwapFlags(_ context.Context, version uint64, doc *flags.Document) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.version != version {
+		return false, nil
+	}
+	m.doc, m.version = doc, version+1
+	return true, nil
+}
+
+// LoadFaults implements Store.
+func (m *Memory) LoadFaults(context.Context) (map[string]Fault, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]Fault, len(m.faults))
+	for k, v := range m.faults {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// SaveFault implements Store.
+func (m *Memory) SaveFault(_ context.Context, provider string, f Fault) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if f.Fault.Mode == "" {
+		delete(m.faults, provider)
+		return nil
+	}
+	m.faults[provider] = f
+	return nil
+}
+
+// Close implements Store.
+func (m *Memory) Close() error { return nil }

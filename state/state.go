@@ -1,0 +1,223 @@
+// Package state keeps the flags and the injected faults of a gateway beyond its memory: in
+// the local SQLite file (state.backend local: one process; a kill switch survives a restart)
+// or in Redis (state.backend redis: a fleet, package redisstate, where a change through any
+// replica applies on every replica's next call).
+//
+// The engine reads the flags on every call from a flags.Memory, and the faults from each
+// provider's fault.Provider; a State keeps both in step with its Store: it writes through the
+// store first and applies what it wrote, and reloads both when the store reports a change
+// another replica made. A call never waits on the store.
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/afloat-dev/afloat/flags"
+	"github.com/afloat-dev/afloat/provider/fault"
+	"github.com/jonboulle/clockwork"
+)
+
+// maxSwaps bounds the compare-and-swap retries of one flag write.
+const maxSwaps = 16
+
+// Options configure a State.
+type Options struct {
+	// Kind names the backend in /admin/status: "local" or "redis".
+	Kind string
+	// Store is where the flags and faults are kept; required.
+	Store Store
+	// Flags is the document the engine reads; required. What it holds when New is called
+	// (the config's flags) is the default of every task the store's document omits.
+	Flags *flags.Memory
+	// Faults are the providers' fault injectors, by name.
+	Faults map[string]*fault.Provider
+	// Clock gives a fault's TTL its absolute expiry. nil means real time.
+	Clock clockwork.Clock
+	// Logger receives the failures of reloads. nil discards.
+	Logger *slog.Logger
+}
+
+// State is the flags and faults of a gateway, kept in a Store. It is a flag store for the
+// gateway's admin API (Flags, Set, Update) and sets faults (SetFault). It is safe for
+// concurrent use.
+type State struct {
+	kind     string
+	store    Store
+	mem      *flags.Memory
+	defaults *flags.Document
+	faults   map[string]*fault.Provider
+	clock    clockwork.Clock
+	log      *slog.Logger
+
+	mu      sync.Mutex // serializes loads, so that an older load never lands after a newer one
+	version uint64     // the store's version of the document in mem
+
+	cancel context.CancelFunc
+}
+
+// New returns the State over opts.Store. It loads the saved flags and faults (a store that
+// cannot answer leaves the config's flags and no fault in force, and New returns the State
+// with the error, which the caller may log or refuse), and, when the store is a Watcher,
+// reloads them on every change it reports until Close.
+func New(ctx context.Context, opts Options) (*State, error) {
+	if opts.Store == nil || opts.Flags == nil {
+		return nil, errors.New("state: a store and a flags.Memory are required")
+	}
+	cur, _ := opts.Flags.Flags(ctx)
+	s := &State{
+		kind: opts.Kind, store: opts.Store, mem: opts.Flags, defaults: cur, faults: opts.Faults,
+		clock: opts.Clock, log: opts.Logger,
+	}
+	if s.clock == nil {
+		s.clock = clockwork.NewRealClock()
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	if w, ok := opts.Store.(Watcher); ok {
+		w.Watch(wctx, func() {
+			if err := s.Reload(wctx); err != nil {
+				s.log.Warn("state: reloading flags and faults", "err", err)
+			}
+		})
+	}
+	return s, s.Reload(ctx)
+}
+
+// Kind names the backend.
+func (s *State) Kind() string { return s.kind }
+
+// Close stops the reloads and closes the store.
+func (s *State) Close() error {
+	s.cancel()
+	return s.store.Close()
+}
+
+// Health returns nil when the store answers, or why it does not, for a store that can tell
+// (a Health method); a store that cannot tell is healthy.
+func (s *State) Health() error {
+	if h, ok := s.store.(interface{ Health() error }); ok {
+		return h.Health()
+	}
+	return nil
+}
+
+// Flags returns the document in force, from memory.
+func (s *State) Flags(ctx context.Context) (*flags.Document, error) { return s.mem.Flags(ctx) }
+
+// Reload reads the flags and the faults from the store and puts them in force.
+func (s *State) Reload(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	doc, version, err := s.store.LoadFlags(ctx)
+	if err != nil {
+		return err
+	}
+	if doc != nil && version != s.version {
+		if err := s.mem.Set(ctx, s.withDefaults(doc)); err != nil {
+			return fmt.Errorf("state: saved flags: %w", err)
+		}
+		s.version = version
+	}
+	saved, err := s.store.LoadFaults(ctx)
+	if err != nil {
+		return err
+	}
+	for name, p := range s.faults {
+		f := saved[name]
+		if err := p.SetUntil(f.Fault, f.Expires); err != nil {
+			s.log.Warn("state: saved fault ignored", "provider", name, "err", err)
+		}
+	}
+	return nil
+}
+
+// withDefaults returns doc with the config's flags for every task it omits.
+func (s *State) withDefaults(doc *flags.Document) *flags.Document {
+	out := &flags.Document{Kill: doc.Kill, Tasks: make(map[string]flags.TaskFlags, len(doc.Tasks))}
+	for name, tf := range s.defaults.Tasks {
+		out.Tasks[name] = tf
+	}
+	for name, tf := range doc.Tasks {
+		out.Tasks[name] = tf
+	}
+	return out
+}
+
+// Set replaces the whole document, in the store and then in force.
+func (s *State) Set(ctx context.Context, doc *flags.Document) error {
+	if err := doc.Validate(); err != nil {
+		return err
+	}
+	_, err := s.Update(ctx, func(*flags.Document) (*flags.Document, error) { return doc, nil })
+	return err
+}
+
+// Update changes the document atomically in the store: fn gets the document in force and
+// returns the next one (it may run more than once, when another writer got there first).
+// It returns the document now in force.
+func (s *State) Update(ctx context.Context, fn func(cur *flags.Document) (*flags.Document, error)) (*flags.Document, error) {
+	for range maxSwaps {
+		saved, version, err := s.store.LoadFlags(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cur := s.defaults
+		if saved != nil {
+			cur = s.withDefaults(saved)
+		}
+		next, err := fn(cur)
+		if err != nil {
+			return nil, err
+		}
+		if err := next.Validate(); err != nil {
+			return nil, err
+		}
+		swapped, err := s.store.SwapFlags(ctx, version, next)
+		if err != nil {
+			return nil, err
+		}
+		if !swapped {
+			continue
+		}
+		s.mu.Lock()
+		if version+1 > s.version || s.version == 0 {
+			err = s.mem.Set(ctx, s.withDefaults(next))
+			s.version = version + 1
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return s.mem.Flags(ctx)
+	}
+	return nil, errors.New("state: the flags kept changing under other writers; try again")
+}
+
+// SetFault injects f into the provider name (the zero Fault clears it): in the store, with
+// its TTL made an absolute expiry, then in force here. Every replica of a shared store puts
+// it in force on the change it hears of.
+func (s *State) SetFault(ctx context.Context, name string, f fault.Fault) error {
+	p, ok := s.faults[name]
+	if !ok {
+		return fmt.Errorf("state: no provider %q", name)
+	}
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	saved := Fault{Fault: f}
+	if f.Mode != fault.ModeNone && f.TTL > 0 {
+		saved.Expires = s.clock.Now().Add(f.TTL).Truncate(time.Millisecond)
+	}
+	if err := s.store.SaveFault(ctx, name, saved); err != nil {
+		return err
+	}
+	return p.SetUntil(f, saved.Expires)
+}
