@@ -17,12 +17,15 @@ import (
 )
 
 type providerStatus struct {
-	Breaker  string                  `json:"breaker"`
-	Since    *time.Time              `json:"since"`
-	Until    *time.Time              `json:"until,omitempty"`
-	InFlight int                     `json:"in_flight"`
-	Fault    *faultView              `json:"fault"`
-	Tasks    map[string]latencyState `json:"tasks"`
+	Breaker string     `json:"breaker"`
+	Since   *time.Time `json:"since"`
+	Until   *time.Time `json:"until,omitempty"`
+	// RampUntil is when a provider whose breaker a good probe closed takes its full share
+	// of calls again (breaker.ramp_up); absent when it is not ramping up.
+	RampUntil *time.Time              `json:"ramp_until,omitempty"`
+	InFlight  int                     `json:"in_flight"`
+	Fault     *faultView              `json:"fault"`
+	Tasks     map[string]latencyState `json:"tasks"`
 }
 
 // faultView is a fault in force as /admin/status and PUT /admin/faults show it: the fault
@@ -98,6 +101,10 @@ func (g *Gateway) status(w http.ResponseWriter, r *http.Request) {
 		if snap.State != breaker.StateClosed && !snap.Until.IsZero() {
 			u := snap.Until.UTC()
 			ps.Until = &u
+		}
+		if !snap.RampUntil.IsZero() {
+			u := snap.RampUntil.UTC()
+			ps.RampUntil = &u
 		}
 		if f, ok := g.cfg.Faults[name]; ok {
 			ps.Fault = viewFault(f)
