@@ -19,14 +19,14 @@ import (
 // errors. Implementations must be safe for concurrent use.
 //
 // A Redis store implements each method with one round trip, keeping a breaker's keys in one
-// hash slot ({prefix}{name} as the hash tag): Load is HGETALL of the record hash; Swap,
+// hash slot ({prefix}{name} as the hash tag): Load is HMGET of the record hash; Swap,
 // Count, AcquireProbe and ReleaseProbe are Lua scripts, which Redis runs atomically. Times in
 // the record are the replicas' clocks; the probe slot's expiry is Redis's own (PX).
 type Store interface {
 	// Load returns the record of the breaker name. A name never written reads as the zero
 	// Record: closed, epoch 0, revision 0.
 	//
-	// Redis: HGETALL on the record hash; an empty hash is the zero Record. A Redis store may
+	// Redis: HMGET of the record hash's fields; an empty hash is the zero Record. A Redis store may
 	// cache a record for a short time (well under Config.Recovery) to spare round trips.
 	Load(ctx context.Context, name string) (Record, error)
 
@@ -48,8 +48,8 @@ type Store interface {
 	//
 	// Redis: a script that compares the record's "epoch" field, then HINCRBY on the bucket
 	// fields of the counts hash {prefix}{name}:{epoch} (bucket index = now / (window/10)),
-	// INCR or resets its "consecutive" field, PEXPIREs the hash after 2×window, and sums the
-	// last 10 buckets with HMGET.
+	// INCR or resets its run of failures, PEXPIREs the hash after 2×window (at least 1s), and
+	// sums the last 10 buckets of one HGETALL.
 	Count(ctx context.Context, name string, epoch uint64, failed bool, now time.Time, window time.Duration) (Counts, error)
 
 	// AcquireProbe takes the probe slot of the given epoch for ttl and returns a non-zero

@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/open-feature/go-sdk/openfeature/isolated"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/cascade"
 	"github.com/afloat-dev/afloat/flags"
+	"github.com/afloat-dev/afloat/flags/openfeature"
 	"github.com/afloat-dev/afloat/internal/httpx"
 	"github.com/afloat-dev/afloat/latency"
 	"github.com/afloat-dev/afloat/prompt"
@@ -32,6 +34,7 @@ import (
 	"github.com/afloat-dev/afloat/review"
 	"github.com/afloat-dev/afloat/state"
 	"github.com/afloat-dev/afloat/state/redisstate"
+	"github.com/afloat-dev/afloat/state/sqlitestate"
 	"github.com/afloat-dev/afloat/telemetry"
 )
 
@@ -93,6 +96,8 @@ type Runtime struct {
 	// redis is the redis state backend and its client, when state.backend is redis.
 	redis       *redisstate.Backend
 	redisClient io.Closer
+	// openFeature stops the OpenFeature flag source, when flags.openfeature is set.
+	openFeature func()
 }
 
 // StateHealth returns nil while the state backend answers, or why it does not.
@@ -189,7 +194,7 @@ func (f *File) build(opts BuildOptions) *builder {
 	rt.Flags = flags.NewMemory()
 	rt.Review = b.reviewStore(opts)
 	rt.Engine, err = cascade.New(cascade.Config{
-		Providers: providers, Flags: rt.Flags, Review: rt.Review, Metrics: metrics, Prompts: prompts, Clock: b.clock, Rand: b.rand, Logger: b.log,
+		Providers: providers, Flags: b.engineFlags(opts), Review: rt.Review, Metrics: metrics, Prompts: prompts, Clock: b.clock, Rand: b.rand, Logger: b.log,
 	})
 	if err != nil {
 		b.errorf("providers", "%v", err)
@@ -218,6 +223,48 @@ func (f *File) build(opts BuildOptions) *builder {
 	}
 	b.state(opts)
 	return b
+}
+
+// engineFlags is the flag source the engine reads: the admin API's (rt.Flags), and with
+// flags.openfeature the team's flag system too, over OFREP (connected only when Build opens
+// stores; Check validates the settings without a connection).
+func (b *builder) engineFlags(opts BuildOptions) flags.Source {
+	o := b.f.Flags.OpenFeature
+	if o.Provider == "" {
+		return b.rt.Flags
+	}
+	p, err := openfeature.NewOFREPProvider(openfeature.OFREPConfig{BaseURL: o.Endpoint, Headers: o.Headers})
+	if err != nil {
+		b.errorf("flags.openfeature", "%v", err)
+		return b.rt.Flags
+	}
+	if !opts.openReview {
+		return b.rt.Flags
+	}
+	api := isolated.NewAPI()
+	ctx := context.Background()
+	if err := api.SetProviderAndWait(ctx, p); err != nil {
+		b.errorf("flags.openfeature", "%v", err)
+		return b.rt.Flags
+	}
+	var names []string
+	for _, t := range b.f.Tasks {
+		names = append(names, t.Name)
+	}
+	for _, r := range b.f.Routes {
+		names = append(names, r.Name)
+	}
+	src, err := openfeature.NewSource(ctx, api.NewClient(), names, openfeature.SourceConfig{
+		RefreshInterval: o.Refresh, Clock: b.clock, Logger: b.log.With("flags", "openfeature"),
+	})
+	if err != nil {
+		_ = api.Shutdown(ctx)
+		b.errorf("flags.openfeature", "%v", err)
+		return b.rt.Flags
+	}
+	b.rt.openFeature = func() { src.Close(); _ = api.Shutdown(context.Background()) }
+	b.log.Info("flags also read from OpenFeature", "provider", o.Provider, "endpoint", o.Endpoint)
+	return flags.Both(b.rt.Flags, src)
 }
 
 // redisState connects the redis state backend when Build opens stores (Check never
@@ -256,7 +303,7 @@ func (b *builder) state(opts BuildOptions) {
 	case rt.redis != nil:
 		store = rt.redis
 	case kind == "local" && rt.ownsReview:
-		s, err := state.OpenSQLite(b.f.Review.SQLite.Path)
+		s, err := sqlitestate.OpenSQLite(b.f.Review.SQLite.Path)
 		if err != nil {
 			b.errorf("review.sqlite.path", "flags and faults: %v", err)
 			return
@@ -272,6 +319,17 @@ func (b *builder) state(opts BuildOptions) {
 			return rt.redis.Failures()
 		}
 		return 0
+	}); rerr != nil {
+		b.errorf("", "metrics: %v", rerr)
+	}
+	if rerr := telemetry.RegisterDrillAge(b.reg, func() map[string]float64 {
+		ages := map[string]float64{}
+		for scope, ds := range s.Drills() {
+			if _, name, _ := strings.Cut(scope, ":"); ds.LastPassed != nil {
+				ages[name] = b.clock.Since(ds.LastPassed.FinishedAt).Seconds()
+			}
+		}
+		return ages
 	}); rerr != nil {
 		b.errorf("", "metrics: %v", rerr)
 	}
@@ -649,6 +707,10 @@ func (rt *Runtime) Close() error {
 		_ = rt.Engine.Close() // never fails; it waits for running probes to return
 	}
 	var errs []error
+	if rt.openFeature != nil {
+		rt.openFeature()
+		rt.openFeature = nil
+	}
 	if rt.State != nil {
 		errs = append(errs, rt.State.Close()) // closes the redis backend too
 		rt.State = nil

@@ -213,11 +213,9 @@ func warnings(f *File) []string {
 // unappliedKeys are keys Load accepts and this build does not apply yet, besides the guards'
 // and the alerts' below. Each leaves this list with the work that applies it.
 var unappliedKeys = []string{
-	"review.postgres",   // the postgres review store (review.store postgres is an error)
-	"review.webhook",    // review webhooks
-	"flags.openfeature", // the OpenFeature flag provider
-	"telemetry.otlp",    // trace export
-	"drill.max_age",     // drills, with afloat_drill_age_seconds
+	"review.postgres", // the postgres review store (review.store postgres is an error)
+	"review.webhook",  // review webhooks
+	"telemetry.otlp",  // trace export
 }
 
 // unappliedGuards are keys of a provider's guards, under defaults and under each provider,

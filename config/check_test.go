@@ -159,9 +159,7 @@ func TestCheckUnappliedKeys(t *testing.T) {
 	}{
 		{"review.postgres", "review:\n  store: sqlite\n  postgres: {url: \"postgres://localhost/afloat\"}  # here\n", "review.postgres"},
 		{"review.webhook", "review:\n  webhook: {url: \"https://hooks.example/review\", secret: s3cret}  # here\n", "review.webhook"},
-		{"flags.openfeature", "flags:\n  openfeature: {provider: flagd, endpoint: \"localhost:8013\"}  # here\n", "flags.openfeature"},
 		{"telemetry.otlp", "telemetry:\n  otlp: {endpoint: \"http://127.0.0.1:4318\"}  # here\n", "telemetry.otlp"},
-		{"drill.max_age", "drill:\n  max_age: 720h  # here\n", "drill.max_age"},
 		{"alerts.fallback_share", "alerts:\n  fallback_share: {above: 0.3, for: 10m}  # here\n", "alerts.fallback_share"},
 		{"alerts.primary_open", "alerts:\n  primary_open: {for: 1m}  # here\n", "alerts.primary_open"},
 		{"alerts.contract_violation_rate", "alerts:\n  contract_violation_rate: {above: 0.1, for: 5m, webhook: \"https://hooks.example/alert\"}  # here\n", "alerts.contract_violation_rate"},
@@ -207,6 +205,7 @@ func TestCheckUnappliedKeys(t *testing.T) {
 	t.Run("none", func(t *testing.T) {
 		// The applied neighbours of those keys.
 		config := `state: {backend: local, on_failure: local, redis: {url: "redis://127.0.0.1:6379/0", timeout: 50ms}}
+drill: {max_age: 720h}
 review: {store: sqlite, sqlite: {path: queue.db}, claim_ttl: 15m, retention: 720h}
 alerts: {}
 defaults:

@@ -182,18 +182,24 @@ type Operator struct {
 
 // Flags says where the kill switches come from.
 type Flags struct {
-	// OpenFeature reads the flags from an OpenFeature provider. Absent keeps them in the
-	// state backend, set through /admin/flags.
-	// Not applied by this build: Check warns when a file sets it.
+	// OpenFeature also reads the kill switches from a team's flag system, over the
+	// OpenFeature Remote Evaluation Protocol (OFREP): a task is off when the admin API's flags
+	// or the flag system turn it off. Absent: the admin API's flags alone.
 	OpenFeature OpenFeature `yaml:"openfeature"`
 }
 
-// OpenFeature names an OpenFeature flag provider.
+// OpenFeature names an OpenFeature flag system that serves OFREP.
 type OpenFeature struct {
-	// Provider is the provider's kind ("flagd"); empty means none.
+	// Provider is "ofrep" (any OFREP server: GO Feature Flag, Flipt, …) or "flagd" (flagd's
+	// OFREP service); empty means none.
 	Provider string `yaml:"provider"`
-	// Endpoint is the provider's address; empty means the provider's default.
+	// Endpoint is the OFREP base URL ("http://127.0.0.1:8016"). Required with ofrep; with
+	// flagd absent means http://127.0.0.1:8016, flagd's OFREP port.
 	Endpoint string `yaml:"endpoint"`
+	// Headers are sent with every evaluation (Authorization: "Bearer ${FLAGS_TOKEN}").
+	Headers map[string]string `yaml:"headers"`
+	// Refresh is how often the flags are evaluated again. Absent means 1s.
+	Refresh time.Duration `yaml:"refresh"`
 }
 
 // Telemetry says where traces go.
@@ -246,8 +252,8 @@ type Breaker struct {
 	// UnusableCooldown is how long an unusable failure (bad key, quota) opens the breaker.
 	// Absent means 5m.
 	UnusableCooldown time.Duration `yaml:"unusable_cooldown"`
-	// RampUp limits a recovered provider's share of traffic for this long. Absent means 30s.
-	// Not applied by this build: Check warns when a file sets it.
+	// RampUp is how long a provider whose breaker a good probe closed takes to get its full
+	// share of calls back, rising linearly from none. Absent means 30s; 0s turns it off.
 	RampUp time.Duration `yaml:"ramp_up"`
 }
 
@@ -553,8 +559,7 @@ type Alert struct {
 
 // Drill configures unavailability drills.
 type Drill struct {
-	// MaxAge is the longest a task may go without a drill before it is reported stale.
-	// Absent means 2160h (90 days).
-	// Not applied by this build: Check warns when a file sets it.
+	// MaxAge is the longest a task may go without a passing drill before /admin/status
+	// reports it stale (drill_stale). Absent means 2160h (90 days).
 	MaxAge time.Duration `yaml:"max_age"`
 }

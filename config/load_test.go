@@ -197,6 +197,16 @@ func TestParseErrors(t *testing.T) {
 			path: "state.redis.prefix", msg: "may not hold '{' or '}'",
 		},
 		{
+			name: "openfeature without endpoint",
+			text: "flags:\n  openfeature: {provider: ofrep}   # here\n" + minimal,
+			path: "flags.openfeature.endpoint", msg: "required with provider ofrep",
+		},
+		{
+			name: "openfeature unknown provider",
+			text: "flags:\n  openfeature: {provider: launchdarkly, endpoint: \"http://127.0.0.1:1\"}   # here\n" + minimal,
+			path: "flags.openfeature.provider", msg: "want ofrep or flagd",
+		},
+		{
 			name: "unknown on_failure",
 			text: "state:\n  on_failure: crash   # here\n" + minimal,
 			path: "state.on_failure", msg: "want local or fail",

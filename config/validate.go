@@ -160,6 +160,7 @@ func (v *validator) validate() {
 	v.server()
 	v.tenants()
 	v.state()
+	v.openFeature()
 	v.review()
 	v.operators()
 	v.credentials()
@@ -307,6 +308,33 @@ func (v *validator) credentials() {
 			add(fmt.Sprintf("tenants.%s.keys[%d]", t.Name, i), "a key of tenant "+t.Name, k)
 		}
 	}
+}
+
+func (v *validator) openFeature() {
+	o := &v.f.Flags.OpenFeature
+	switch o.Provider {
+	case "":
+		if v.written("flags.openfeature") {
+			v.errorf("flags.openfeature.provider", "required: ofrep or flagd")
+		}
+		return
+	case "flagd":
+		if o.Endpoint == "" {
+			o.Endpoint = "http://127.0.0.1:8016"
+		}
+	case "ofrep":
+		if o.Endpoint == "" {
+			v.errorAt("flags.openfeature.endpoint", v.line("flags.openfeature"), "required with provider ofrep (the OFREP base URL)")
+		}
+	default:
+		v.errorf("flags.openfeature.provider", "unknown provider %q (want ofrep or flagd)", o.Provider)
+	}
+	if o.Endpoint != "" {
+		if u, err := url.Parse(o.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.errorf("flags.openfeature.endpoint", "invalid URL (want http://host:port)")
+		}
+	}
+	v.nonNegative("flags.openfeature.refresh", o.Refresh)
 }
 
 func (v *validator) state() {

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/flags"
 	"github.com/afloat-dev/afloat/latency"
 	"github.com/afloat-dev/afloat/provider/fault"
+	"github.com/afloat-dev/afloat/state"
 )
 
 type providerStatus struct {
@@ -34,6 +36,11 @@ type faultView struct {
 	Mode        fault.Mode `json:"mode"`
 	Status      int        `json:"status,omitempty"`
 	Delay       string     `json:"delay,omitempty"`
+	RetryAfter  string     `json:"retry_after,omitempty"`
+	AfterChunks int        `json:"after_chunks,omitempty"`
+	Down        string     `json:"down,omitempty"`
+	Up          string     `json:"up,omitempty"`
+	Rate        float64    `json:"rate,omitempty"`
 	TTL         string     `json:"ttl,omitempty"`
 	ExpiresAt   *time.Time `json:"expires_at"`
 	RemainingMS *int64     `json:"remaining_ms"`
@@ -45,12 +52,15 @@ func viewFault(f *fault.Provider) *faultView {
 	if st.Fault.Mode == fault.ModeNone {
 		return nil
 	}
-	v := &faultView{Mode: st.Fault.Mode, Status: st.Fault.Status, ExpiresAt: timePtr(st.ExpiresAt)}
-	if st.Fault.Delay > 0 {
-		v.Delay = st.Fault.Delay.String()
-	}
-	if st.Fault.TTL > 0 {
-		v.TTL = st.Fault.TTL.String()
+	ft := st.Fault
+	v := &faultView{Mode: ft.Mode, Status: ft.Status, AfterChunks: ft.AfterChunks, Rate: ft.Rate, ExpiresAt: timePtr(st.ExpiresAt)}
+	for _, d := range []struct {
+		d   time.Duration
+		out *string
+	}{{ft.Delay, &v.Delay}, {ft.RetryAfter, &v.RetryAfter}, {ft.Down, &v.Down}, {ft.Up, &v.Up}, {ft.TTL, &v.TTL}} {
+		if d.d > 0 {
+			*d.out = d.d.String()
+		}
 	}
 	if !st.ExpiresAt.IsZero() {
 		ms := st.Remaining.Milliseconds()
@@ -65,16 +75,71 @@ type latencyState struct {
 }
 
 type taskStatus struct {
-	Inputs        []string   `json:"inputs"`
-	Criticality   string     `json:"criticality"`
-	Policy        string     `json:"on_exhausted"`
-	FallbackShare float64    `json:"fallback_share"`
-	LastDrill     *time.Time `json:"last_drill"`
+	Inputs        []string `json:"inputs"`
+	Criticality   string   `json:"criticality"`
+	Policy        string   `json:"on_exhausted"`
+	FallbackShare float64  `json:"fallback_share"`
+	// LastDrill is the task's last drill (afloat drill), null before one; DrillStale is set
+	// when its last passing drill is older than drill.max_age, or it was drilled and never
+	// passed.
+	LastDrill  *state.Drill `json:"last_drill"`
+	DrillStale bool         `json:"drill_stale"`
 }
 
 type routeStatus struct {
-	Criticality   string  `json:"criticality"`
-	FallbackShare float64 `json:"fallback_share"`
+	Criticality   string       `json:"criticality"`
+	FallbackShare float64      `json:"fallback_share"`
+	LastDrill     *state.Drill `json:"last_drill"`
+	DrillStale    bool         `json:"drill_stale"`
+}
+
+// drillOf returns a scope's last drill and whether its drills are stale: drilled, and no
+// passing drill within drill.max_age.
+func (g *Gateway) drillOf(ds state.Drills) (*state.Drill, bool) {
+	if ds.Last == nil {
+		return nil, false
+	}
+	stale := ds.LastPassed == nil || g.clock.Since(ds.LastPassed.FinishedAt) > g.cfg.DrillMaxAge
+	return ds.Last, stale
+}
+
+// postDrill records a drill that afloat drill ran: {"scope": "task:triage", "provider",
+// "mode", "passed", "failed": [...], "started_at", "finished_at"}.
+func (g *Gateway) postDrill(w http.ResponseWriter, r *http.Request) {
+	if g.cfg.State == nil {
+		writeError(w, http.StatusNotFound, "drills_disabled", "no state backend keeps drills")
+		return
+	}
+	if !jsonBody(w, r) {
+		return
+	}
+	var d state.Drill
+	if !decodeStrict(w, r, &d) {
+		return
+	}
+	kind, name, _ := strings.Cut(d.Scope, ":")
+	_, task := g.cfg.Tasks[name]
+	_, route := g.cfg.Routes[name]
+	switch {
+	case kind == "task" && task, kind == "route" && route:
+	default:
+		writeError(w, http.StatusBadRequest, "unknown_scope", fmt.Sprintf("scope %q: want task:NAME or route:NAME of this gateway's config", d.Scope))
+		return
+	}
+	if _, ok := g.cfg.Faults[d.Provider]; !ok {
+		writeError(w, http.StatusBadRequest, "unknown_provider", fmt.Sprintf("no provider %q", d.Provider))
+		return
+	}
+	if d.FinishedAt.IsZero() || d.StartedAt.After(d.FinishedAt) {
+		writeError(w, http.StatusBadRequest, "invalid_drill", "started_at and finished_at are required, in order")
+		return
+	}
+	if err := g.cfg.State.SaveDrill(r.Context(), d); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "state_unavailable", "the drill was not recorded: "+err.Error())
+		return
+	}
+	g.log.Info("drill recorded", "scope", d.Scope, "provider", d.Provider, "mode", d.Mode, "passed", d.Passed, "failed", d.Failed)
+	writeJSON(w, http.StatusOK, d)
 }
 
 type statusDoc struct {
@@ -123,11 +188,19 @@ func (g *Gateway) status(w http.ResponseWriter, r *http.Request) {
 		}
 		ps.Tasks[task] = ls
 	})
+	var drills map[string]state.Drills
+	if g.cfg.State != nil {
+		drills = g.cfg.State.Drills()
+	}
 	for name, t := range g.cfg.Tasks {
-		doc.Tasks[name] = taskStatus{Inputs: t.Inputs(), Criticality: t.Criticality().String(), Policy: string(t.Policy()), FallbackShare: t.FallbackShare()}
+		ts := taskStatus{Inputs: t.Inputs(), Criticality: t.Criticality().String(), Policy: string(t.Policy()), FallbackShare: t.FallbackShare()}
+		ts.LastDrill, ts.DrillStale = g.drillOf(drills["task:"+name])
+		doc.Tasks[name] = ts
 	}
 	for name, rt := range g.cfg.Routes {
-		doc.Routes[name] = routeStatus{Criticality: rt.Criticality().String(), FallbackShare: rt.FallbackShare()}
+		rs := routeStatus{Criticality: rt.Criticality().String(), FallbackShare: rt.FallbackShare()}
+		rs.LastDrill, rs.DrillStale = g.drillOf(drills["route:"+name])
+		doc.Routes[name] = rs
 	}
 	if g.cfg.Flags != nil {
 		d, err := g.cfg.Flags.Flags(ctx)
@@ -458,7 +531,7 @@ func (g *Gateway) putFault(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if flt.Mode == fault.ModeNone {
-		writeError(w, http.StatusBadRequest, "invalid_fault", `"mode" is required: unavailable, timeout, slow or malformed (DELETE clears a fault)`)
+		writeError(w, http.StatusBadRequest, "invalid_fault", `"mode" is required: unavailable, timeout, slow, malformed, reset, rate_limited, stream_cut, stream_stall, first_token_slow, flap or error_rate (DELETE clears a fault)`)
 		return
 	}
 	if flt.TTL == 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/afloat-dev/afloat/flags"
 	"github.com/afloat-dev/afloat/provider/fault"
 	"github.com/afloat-dev/afloat/review"
+	"github.com/afloat-dev/afloat/state"
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -40,6 +41,9 @@ type State interface {
 	// SetFault injects f into the provider (the zero Fault clears it), everywhere the state
 	// is shared.
 	SetFault(ctx context.Context, provider string, f fault.Fault) error
+	// SaveDrill records a drill (POST /admin/drills); Drills returns them by scope.
+	SaveDrill(ctx context.Context, d state.Drill) error
+	Drills() map[string]state.Drills
 }
 
 // Config configures a Gateway.
@@ -84,6 +88,9 @@ type Config struct {
 	// (state.on_failure: fail). Otherwise a replica keeps serving on its own state, still
 	// ready, and says so in /readyz and /admin/status.
 	StateRequired bool
+	// DrillMaxAge is how old a task's last passing drill may be before /admin/status flags
+	// it (drill.max_age). 0 means 90 days.
+	DrillMaxAge time.Duration
 	// Ready reports whether the gateway can take calls (beyond the state backend and the
 	// review store, which it checks itself); nil means always ready.
 	Ready func(ctx context.Context) error
@@ -134,6 +141,9 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = 1 << 20
 	}
+	if cfg.DrillMaxAge == 0 {
+		cfg.DrillMaxAge = 90 * 24 * time.Hour
+	}
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.NewRegistry()
 	}
@@ -178,6 +188,7 @@ func New(cfg Config) (*Gateway, error) {
 	mux.Handle("PUT /admin/breakers/{provider}", g.admin(http.HandlerFunc(g.putBreaker)))
 	mux.Handle("PUT /admin/faults/{provider}", g.admin(http.HandlerFunc(g.putFault)))
 	mux.Handle("DELETE /admin/faults/{provider}", g.admin(http.HandlerFunc(g.deleteFault)))
+	mux.Handle("POST /admin/drills", g.admin(http.HandlerFunc(g.postDrill)))
 	g.routeReviews(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

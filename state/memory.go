@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	"github.com/afloat-dev/afloat/flags"
@@ -15,12 +16,13 @@ type Memory struct {
 	doc     *flags.Document
 	version uint64
 	faults  map[string]Fault
+	drills  map[string]Drills
 }
 
 var _ Store = (*Memory)(nil)
 
 // NewMemory returns an empty Memory.
-func NewMemory() *Memory { return &Memory{faults: map[string]Fault{}} }
+func NewMemory() *Memory { return &Memory{faults: map[string]Fault{}, drills: map[string]Drills{}} }
 
 // LoadFlags implements Store.
 func (m *Memory) LoadFlags(context.Context) (*flags.Document, uint64, error) {
@@ -61,6 +63,21 @@ func (m *Memory) SaveFault(_ context.Context, provider string, f Fault) error {
 	}
 	m.faults[provider] = f
 	return nil
+}
+
+// SaveDrill implements Store.
+func (m *Memory) SaveDrill(_ context.Context, d Drill) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.drills[d.Scope] = m.drills[d.Scope].Add(d)
+	return nil
+}
+
+// LoadDrills implements Store.
+func (m *Memory) LoadDrills(context.Context) (map[string]Drills, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.drills), nil
 }
 
 // Close implements Store.

@@ -14,7 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/afloat-dev/afloat/flags"
@@ -54,8 +56,10 @@ type State struct {
 	clock    clockwork.Clock
 	log      *slog.Logger
 
-	mu      sync.Mutex // serializes loads, so that an older load never lands after a newer one
-	version uint64     // the store's version of the document in mem
+	mu   sync.Mutex // serializes loads and writes, so that an older load never lands after a newer one
+	seen bool       // the store held a saved document once: losing it is the store's loss
+
+	drills atomic.Pointer[map[string]Drills] // by scope, as last loaded or saved
 
 	cancel context.CancelFunc
 }
@@ -116,26 +120,53 @@ func (s *State) Flags(ctx context.Context) (*flags.Document, error) { return s.m
 func (s *State) Reload(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	doc, version, err := s.store.LoadFlags(ctx)
-	if err != nil {
+	if err := s.reloadFlags(ctx); err != nil {
 		return err
-	}
-	if doc != nil && version != s.version {
-		if err := s.mem.Set(ctx, s.withDefaults(doc)); err != nil {
-			return fmt.Errorf("state: saved flags: %w", err)
-		}
-		s.version = version
 	}
 	saved, err := s.store.LoadFaults(ctx)
 	if err != nil {
 		return err
 	}
+	drills, err := s.store.LoadDrills(ctx)
+	if err != nil {
+		return err
+	}
+	s.drills.Store(&drills)
 	for name, p := range s.faults {
 		f := saved[name]
 		if err := p.SetUntil(f.Fault, f.Expires); err != nil {
 			s.log.Warn("state: saved fault ignored", "provider", name, "err", err)
 		}
 	}
+	return nil
+}
+
+// reloadFlags puts the saved document in force, whatever its version: a store that lost its
+// data (a Redis restarted empty) numbers its versions anew. A store that lost the document
+// this State had seen saved gets it back, so that the fleet keeps its kill switches and a
+// later write merges into them, not into the config's flags. s.mu is held.
+func (s *State) reloadFlags(ctx context.Context) error {
+	doc, version, err := s.store.LoadFlags(ctx)
+	if err != nil {
+		return err
+	}
+	if doc == nil && s.seen {
+		cur, _ := s.mem.Flags(ctx)
+		if _, err := s.store.SwapFlags(ctx, 0, cur); err != nil {
+			return err
+		}
+		if doc, version, err = s.store.LoadFlags(ctx); err != nil {
+			return err
+		}
+		s.log.Warn("state: the store had lost the flags; saved again the flags in force", "version", version)
+	}
+	if doc == nil {
+		return nil
+	}
+	if err := s.mem.Set(ctx, s.withDefaults(doc)); err != nil {
+		return fmt.Errorf("state: saved flags: %w", err)
+	}
+	s.seen = true
 	return nil
 }
 
@@ -187,10 +218,12 @@ func (s *State) Update(ctx context.Context, fn func(cur *flags.Document) (*flags
 		if !swapped {
 			continue
 		}
+		// In force: what the store holds now (this write, or a later one of another
+		// replica); this write when the store cannot be read back.
 		s.mu.Lock()
-		if version+1 > s.version || s.version == 0 {
+		if rerr := s.reloadFlags(ctx); rerr != nil {
 			err = s.mem.Set(ctx, s.withDefaults(next))
-			s.version = version + 1
+			s.seen = true
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -199,6 +232,32 @@ func (s *State) Update(ctx context.Context, fn func(cur *flags.Document) (*flags
 		return s.mem.Flags(ctx)
 	}
 	return nil, errors.New("state: the flags kept changing under other writers; try again")
+}
+
+// SaveDrill records a drill in the store, then here; every replica of a shared store loads
+// it on the change it hears of.
+func (s *State) SaveDrill(ctx context.Context, d Drill) error {
+	if err := s.store.SaveDrill(ctx, d); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := map[string]Drills{}
+	if cur := s.drills.Load(); cur != nil {
+		next = maps.Clone(*cur)
+	}
+	next[d.Scope] = next[d.Scope].Add(d)
+	s.drills.Store(&next)
+	return nil
+}
+
+// Drills returns the drills by scope ("task:NAME", "route:NAME"), from memory. The map must
+// not be modified.
+func (s *State) Drills() map[string]Drills {
+	if cur := s.drills.Load(); cur != nil {
+		return *cur
+	}
+	return nil
 }
 
 // SetFault injects f into the provider name (the zero Fault clears it): in the store, with

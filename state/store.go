@@ -28,6 +28,11 @@ type Store interface {
 	LoadFaults(ctx context.Context) (map[string]Fault, error)
 	// SaveFault saves the fault of provider; the zero Fault (mode none) removes it.
 	SaveFault(ctx context.Context, provider string, f Fault) error
+	// SaveDrill records a drill: it becomes its scope's last drill, and its last passing one
+	// when it passed.
+	SaveDrill(ctx context.Context, d Drill) error
+	// LoadDrills returns the drills kept, by scope.
+	LoadDrills(ctx context.Context) (map[string]Drills, error)
 	// Close releases the store's connections.
 	Close() error
 }

@@ -11,12 +11,12 @@ import (
 // Metrics holds every afloat metric this build moves. Its collectors are safe for concurrent
 // use.
 //
-// Three metrics of shared/DESIGN.md §8 are not exported yet, since nothing in this build would
+// Two metrics of shared/DESIGN.md §8 are not exported yet, since nothing in this build would
 // move them and a series frozen at "all fine" misleads: afloat_review_sla_breaches_total (with
-// the review SLA watch that counts items outliving review_sla), afloat_drill_age_seconds (with
-// drills, `afloat drill` and drill.max_age) and afloat_alerts_firing (with the alert
-// evaluation of the alerts: block). Each comes with the work that moves it.
-// afloat_state_backend_healthy is registered apart, by RegisterStateBackend.
+// the review SLA watch that counts items outliving review_sla) and afloat_alerts_firing (with
+// the alert evaluation of the alerts: block). Each comes with the work that moves it.
+// afloat_state_backend_healthy and afloat_drill_age_seconds are registered apart, by
+// RegisterStateBackend and RegisterDrillAge.
 type Metrics struct {
 	Requests           *prometheus.CounterVec   // task, source, degraded, reason
 	Attempts           *prometheus.CounterVec   // task, provider, outcome

@@ -23,3 +23,24 @@ func RegisterStateBackend(reg prometheus.Registerer, healthy func() bool, failur
 		Help: "Times the state backend went from answering to failing.",
 	}, func() float64 { return float64(failures()) }))
 }
+
+// RegisterDrillAge exports afloat_drill_age_seconds{task}: the seconds since each task's (or
+// route's) last passing drill, read at scrape time from ages. A task never drilled with
+// success has no series (absent, not 0: an age of 0 would read as "drilled just now").
+func RegisterDrillAge(reg prometheus.Registerer, ages func() map[string]float64) error {
+	return reg.Register(&drillAges{ages: ages, desc: prometheus.NewDesc("afloat_drill_age_seconds",
+		"Seconds since the task's or route's last passing drill (afloat drill); absent before one.", []string{"task"}, nil)})
+}
+
+type drillAges struct {
+	ages func() map[string]float64
+	desc *prometheus.Desc
+}
+
+func (d *drillAges) Describe(ch chan<- *prometheus.Desc) { ch <- d.desc }
+
+func (d *drillAges) Collect(ch chan<- prometheus.Metric) {
+	for task, age := range d.ages() {
+		ch <- prometheus.MustNewConstMetric(d.desc, prometheus.GaugeValue, age, task)
+	}
+}

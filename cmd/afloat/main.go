@@ -27,6 +27,8 @@ Usage:
                                  work the human review queue of a running gateway
   afloat flags get|set|kill|unkill --target URL --admin-token T [--task NAME]
                                  read or change the kill switches (PATCH underneath)
+  afloat drill --target URL --admin-token T --task NAME --provider NAME --mode MODE
+                                 the unavailability exercise against a running gateway
   afloat version                 print the version, the VCS revision and the Go version
 
 Run "afloat <command> -h" for a command's flags.
@@ -65,6 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = reviewCmd(args[1:], stdout, stderr)
 	case "flags":
 		err = flagsCmd(args[1:], stdout, stderr)
+	case "drill":
+		err = drill(ctx, args[1:], stdout, stderr)
 	case "prompts":
 		err = prompts(args[1:], stdout, stderr)
 	case "version", "--version":

@@ -79,8 +79,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	gw, err := gateway.New(gateway.Config{
 		Engine: rt.Engine, Tasks: rt.Tasks, Routes: rt.Routes, Faults: rt.Faults, Flags: rt.State, State: rt.State,
-		StateRequired: f.State.OnFailure == "fail",
-		Review:        rt.Review, Tenants: tenants, Operators: operators, AdminToken: f.Server.AdminToken, MaxBody: int64(f.Server.MaxBody),
+		StateRequired: f.State.OnFailure == "fail", DrillMaxAge: f.Drill.MaxAge,
+		Review: rt.Review, Tenants: tenants, Operators: operators, AdminToken: f.Server.AdminToken, MaxBody: int64(f.Server.MaxBody),
 		Gatherer: rt.Registry, Logger: log, AccessLog: f.Server.AccessLog,
 	})
 	if err != nil {

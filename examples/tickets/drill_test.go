@@ -2,20 +2,22 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/afloattest"
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/cascade"
 	"github.com/afloat-dev/afloat/provider/openai"
@@ -47,14 +49,10 @@ func hangingUpstream(t *testing.T) (*httptest.Server, *atomic.Int64, <-chan stru
 	return srv, &n, arrived
 }
 
-// newTestService runs the ticket service against upstream through the real OpenAI adapter.
-func newTestService(t *testing.T, upstream string, mod func(*Config)) (*Service, *httptest.Server) {
+// newService runs the ticket service over p, the only tier of its triage task.
+func newService(t *testing.T, p afloat.Provider, mod func(*Config)) *Service {
 	t.Helper()
-	client, err := openai.New(openai.Config{Name: "primary", BaseURL: upstream, Model: "t-lite"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc := cascade.ProviderConfig{Name: "primary", Provider: client}
+	pc := cascade.ProviderConfig{Name: "primary", Provider: p}
 	// The drill must fail without the breaker: AFLOAT_DRILL_WITHOUT_BREAKER=1 shows it.
 	if os.Getenv("AFLOAT_DRILL_WITHOUT_BREAKER") != "" {
 		pc.Breaker = breaker.Config{Disabled: true}
@@ -67,6 +65,18 @@ func newTestService(t *testing.T, upstream string, mod func(*Config)) (*Service,
 	if err != nil {
 		t.Fatal(err)
 	}
+	return svc
+}
+
+// newTestService runs the ticket service on a test server, against upstream through the real
+// OpenAI adapter.
+func newTestService(t *testing.T, upstream string, mod func(*Config)) (*Service, *httptest.Server) {
+	t.Helper()
+	client, err := openai.New(openai.Config{Name: "primary", BaseURL: upstream, Model: "t-lite"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := newService(t, client, mod)
 	srv := httptest.NewServer(svc.Handler())
 	t.Cleanup(srv.Close)
 	return svc, srv
@@ -93,36 +103,58 @@ func postTicket(t *testing.T, base, subject, message string) (Ticket, time.Durat
 	return tk, took
 }
 
-// TestDrillProviderUnavailable is the seeds' unavailability drill: the model hangs, and
-// still every ticket is created, evaluated by the heuristic and marked degraded; the
-// breaker opens and, once open, tickets are created fast although the provider hangs for
-// seconds.
-func TestDrillProviderUnavailable(t *testing.T) {
-	upstream, hits, _ := hangingUpstream(t)
-	svc, srv := newTestService(t, upstream.URL, nil)
-
-	var took []time.Duration
-	for i := range 20 {
-		tk, d := postTicket(t, srv.URL, fmt.Sprintf("Сайт не работает #%d", i), "Ошибка 502 при входе, срочно")
-		took = append(took, d)
-		ev := tk.Evaluation
-		if ev.Source != afloat.SourceHeuristic || !ev.Degraded {
-			t.Fatalf("ticket %d: evaluation %+v, want a degraded heuristic one", i, ev)
+// serve makes one request of h in process, without a network, and decodes the answer into
+// out; it returns the status and the time the request took.
+func serve(t *testing.T, h http.Handler, method, path string, body any, out any) (int, time.Duration) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if ev.Department == nil || *ev.Department != "technical" || ev.IsUrgent != 0.8 {
+		rd = bytes.NewReader(b)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := httptest.NewRecorder()
+	start := time.Now()
+	h.ServeHTTP(rec, req)
+	took := time.Since(start)
+	if err := json.NewDecoder(rec.Body).Decode(out); err != nil {
+		t.Fatalf("%s %s: %d %v", method, path, rec.Code, err)
+	}
+	return rec.Code, took
+}
+
+// envelope is the triage envelope a ticket's evaluation reports, for afloattest's
+// assertions, which print it when they fail.
+func envelope(tk Ticket) afloat.Result[Evaluation] {
+	ev := tk.Evaluation
+	return afloat.Result[Evaluation]{Task: "triage", Value: ev, Source: ev.Source, Degraded: ev.Degraded, Reason: ev.Reason, Tier: -1}
+}
+
+// checkDrill is the verdict of the seeds' drill on tickets created while the model hung, and
+// the time each took: every ticket evaluated by the heuristic rules and marked degraded, the
+// breaker open, the model called at most maxCalls times (calls), and the last five tickets
+// created fast, skipping the open circuit.
+func checkDrill(t *testing.T, svc *Service, tickets []Ticket, took []time.Duration, calls, maxCalls int) {
+	t.Helper()
+	for i, tk := range tickets {
+		afloattest.RequireDegraded(t, envelope(tk), afloat.SourceHeuristic)
+		if ev := tk.Evaluation; ev.Department == nil || *ev.Department != "technical" || ev.IsUrgent != 0.8 {
 			t.Fatalf("ticket %d: the heuristic rules did not apply: %+v", i, ev)
 		}
 	}
-	for i, d := range took[15:] {
-		if d >= 100*time.Millisecond {
-			t.Errorf("ticket %d took %v, want < 100ms once the breaker is open", 15+i, d)
-		}
+	afloattest.RequireBreaker(t, svc.Engine(), "primary", breaker.StateOpen)
+	if calls > maxCalls {
+		t.Errorf("the hanging model got %d calls; an open breaker must stop calling it", calls)
 	}
-	if st := svc.Engine().Breaker("primary").State(context.Background()); st != breaker.StateOpen {
-		t.Errorf("breaker %v after 20 tickets on a hanging provider, want open", st)
-	}
-	if n := hits.Load(); n > 6 {
-		t.Errorf("the hanging upstream got %d requests; an open breaker must stop calling it", n)
+	for i := len(tickets) - 5; i < len(tickets); i++ {
+		afloattest.RequireReason(t, envelope(tickets[i]), "circuit_open")
+		afloattest.RequireFailFast(t, took[i], 100*time.Millisecond)
 	}
 	m := svc.Engine().Metrics()
 	if got := testutil.ToFloat64(m.Attempts.WithLabelValues("triage", "primary", "circuit_open")); got < 15 {
@@ -131,8 +163,60 @@ func TestDrillProviderUnavailable(t *testing.T) {
 	if got := testutil.ToFloat64(m.Requests.WithLabelValues("triage", "heuristic", "true", "circuit_open")); got < 15 {
 		t.Errorf("degraded requests with reason circuit_open: %v", got)
 	}
+}
 
-	// The stored tickets read back the same.
+// TestDrillProviderUnavailable is the seeds' unavailability drill: the model hangs, and
+// still every ticket is created, evaluated by the heuristic and marked degraded; the
+// breaker opens and, once open, tickets are created fast although the provider never
+// answers. It runs in a synctest bubble, in process: the first five tickets wait exactly the
+// 400ms budget, the last fifteen no time at all.
+func TestDrillProviderUnavailable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		model := afloattest.Hanging("primary")
+		svc := newService(t, model, nil)
+		h := svc.Handler()
+
+		var tickets []Ticket
+		var took []time.Duration
+		for i := range 20 {
+			var tk Ticket
+			status, d := serve(t, h, "POST", "/tickets",
+				map[string]string{"subject": fmt.Sprintf("Сайт не работает #%d", i), "message": "Ошибка 502 при входе, срочно"}, &tk)
+			if status != http.StatusCreated {
+				t.Fatalf("ticket %d: status %d", i, status)
+			}
+			tickets, took = append(tickets, tk), append(took, d)
+		}
+		checkDrill(t, svc, tickets, took, model.Calls(), 5)
+		for i, d := range took[:5] {
+			if d != 400*time.Millisecond {
+				t.Errorf("ticket %d took %v, want the whole 400ms budget spent on the hanging model", i, d)
+			}
+		}
+
+		// The stored tickets read back the same.
+		var tk Ticket
+		if status, _ := serve(t, h, "GET", "/tickets/20", nil, &tk); status != http.StatusOK || !reflect.DeepEqual(tk, tickets[19]) {
+			t.Fatalf("GET /tickets/20: %d %+v, want %+v", status, tk, tickets[19])
+		}
+	})
+}
+
+// TestDrillRealAdapter is the same drill over the network, through the real OpenAI adapter
+// against a server that never answers in time: the adapter's timeout is what the breaker
+// counts. It runs on the real clock.
+func TestDrillRealAdapter(t *testing.T) {
+	upstream, hits, _ := hangingUpstream(t)
+	svc, srv := newTestService(t, upstream.URL, nil)
+
+	var tickets []Ticket
+	var took []time.Duration
+	for i := range 20 {
+		tk, d := postTicket(t, srv.URL, fmt.Sprintf("Сайт не работает #%d", i), "Ошибка 502 при входе, срочно")
+		tickets, took = append(tickets, tk), append(took, d)
+	}
+	checkDrill(t, svc, tickets, took, int(hits.Load()), 6)
+
 	resp, err := http.Get(srv.URL + "/tickets/20")
 	if err != nil {
 		t.Fatal(err)

@@ -2,10 +2,12 @@ package fault
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,71 +31,247 @@ const (
 	ModeSlow Mode = "slow"
 	// ModeMalformed: every call answers at once with prose that holds no JSON.
 	ModeMalformed Mode = "malformed"
+	// ModeReset: every call fails at once as a connection reset before any header: an
+	// Unavailable error of status 0 wrapping syscall.ECONNRESET, which
+	// afloat.ProviderError.Transient allows one retry.
+	ModeReset Mode = "reset"
+	// ModeRateLimited: every call fails at once with a 429, Throttled, whose RetryAfter is
+	// RetryAfter.
+	ModeRateLimited Mode = "rate_limited"
+	// ModeStreamCut: a stream passes AfterChunks chunks, then fails with an Unavailable error
+	// of status 200 wrapping io.ErrUnexpectedEOF, as a stream whose connection drops before
+	// its end marker does. A call that is not streamed is made and its answer lost: it fails
+	// as a body cut short (Unavailable, status 0, io.ErrUnexpectedEOF).
+	ModeStreamCut Mode = "stream_cut"
+	// ModeStreamStall: a stream opens at once and sends nothing until its context ends, then
+	// fails as an Unavailable timeout; a call that is not streamed hangs as ModeTimeout's.
+	ModeStreamStall Mode = "stream_stall"
+	// ModeFirstTokenSlow: a stream opens at once and its first chunk waits Delay, then the
+	// rest flows; a call that is not streamed waits Delay as ModeSlow's.
+	ModeFirstTokenSlow Mode = "first_token_slow"
+	// ModeFlap: calls fail as ModeUnavailable's with Status for Down, then go through for Up,
+	// and so on from the moment the fault was set, on the provider's clock.
+	ModeFlap Mode = "flap"
+	// ModeErrorRate: a share Rate of calls, drawn at random, fail as ModeUnavailable's with
+	// Status; the others go through.
+	ModeErrorRate Mode = "error_rate"
 )
 
-// Fault is one injected fault, in the JSON form of PUT /admin/faults/{provider}.
+// Modes returns every mode a fault can have, ModeNone aside, in the order the errors list
+// them.
+func Modes() []Mode {
+	return []Mode{ModeUnavailable, ModeTimeout, ModeSlow, ModeMalformed, ModeReset, ModeRateLimited,
+		ModeStreamCut, ModeStreamStall, ModeFirstTokenSlow, ModeFlap, ModeErrorRate}
+}
+
+// Fault is one injected fault, in the JSON form of PUT /admin/faults/{provider}. A field
+// that its mode does not take (see Validate) is an error, so that a drill runs the fault
+// that was asked for.
 type Fault struct {
 	Mode Mode `json:"mode"`
-	// Status is the HTTP status of ModeUnavailable; 0 means 503.
+	// Status is the HTTP status of ModeUnavailable, ModeFlap and ModeErrorRate; 0 means 503.
 	Status int `json:"status,omitempty"`
-	// Delay is the wait of ModeSlow; 0 means 5s.
+	// Delay is the wait of ModeSlow and ModeFirstTokenSlow; 0 means 5s.
 	Delay time.Duration `json:"delay,omitempty"`
+	// RetryAfter is the wait a ModeRateLimited 429 asks for; 0 means 30s. (A 429 that names
+	// no wait is ModeUnavailable with Status 429.)
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
+	// AfterChunks is how many chunks a ModeStreamCut stream passes before it is cut; 0 means 3.
+	AfterChunks int `json:"after_chunks,omitempty"`
+	// Down and Up are ModeFlap's phases, down first; 0 means 10s each.
+	Down time.Duration `json:"down,omitempty"`
+	Up   time.Duration `json:"up,omitempty"`
+	// Rate is the share of calls that ModeErrorRate fails, 0 < Rate ≤ 1; required there.
+	Rate float64 `json:"rate,omitempty"`
 	// TTL is how long the fault holds once Set: then it clears itself, so that a drill
 	// nobody ends does not keep a provider down. 0 means until cleared (the admin API gives
-	// DefaultTTL to a fault that names none); a negative TTL is invalid.
+	// DefaultTTL to a fault that names none); a negative TTL is invalid. Every mode takes it.
 	TTL time.Duration `json:"ttl,omitempty"`
 }
 
 // DefaultTTL is the TTL the admin API gives a fault that names none (shared/DESIGN.md §6).
 const DefaultTTL = 15 * time.Minute
 
+// The defaults of Fault's zero fields.
+const (
+	defaultStatus      = 503
+	defaultDelay       = 5 * time.Second
+	defaultRetryAfter  = 30 * time.Second
+	defaultAfterChunks = 3
+	defaultDown        = 10 * time.Second
+	defaultUp          = 10 * time.Second
+)
+
 // ErrInjected is wrapped by every failure a fault makes, so that logs and tests can tell a
 // drill from an outage.
 var ErrInjected = errors.New("injected fault")
 
-// Validate reports an unknown mode or an out-of-range value.
-func (f Fault) Validate() error {
-	switch f.Mode {
-	case ModeNone, ModeTimeout, ModeMalformed:
+// takes returns the fields, by their JSON names, that mode m takes besides ttl.
+func takes(m Mode) []string {
+	switch m {
 	case ModeUnavailable:
-		if f.Status != 0 && (f.Status < 400 || f.Status > 599) {
-			return fmt.Errorf("fault status %d is not an HTTP error status (400–599)", f.Status)
-		}
-	case ModeSlow:
-		if f.Delay < 0 {
-			return fmt.Errorf("fault delay %v is negative", f.Delay)
-		}
-	default:
-		return fmt.Errorf("unknown fault mode %q (want unavailable, timeout, slow or malformed)", f.Mode)
-	}
-	if f.TTL < 0 {
-		return fmt.Errorf("fault ttl %v is negative", f.TTL)
+		return []string{"status"}
+	case ModeSlow, ModeFirstTokenSlow:
+		return []string{"delay"}
+	case ModeRateLimited:
+		return []string{"retry_after"}
+	case ModeStreamCut:
+		return []string{"after_chunks"}
+	case ModeFlap:
+		return []string{"status", "down", "up"}
+	case ModeErrorRate:
+		return []string{"status", "rate"}
 	}
 	return nil
 }
 
-type faultJSON struct {
-	Mode   Mode   `json:"mode"`
-	Status int    `json:"status,omitempty"`
-	Delay  string `json:"delay,omitempty"`
-	TTL    string `json:"ttl,omitempty"`
+func known(m Mode) bool {
+	for _, k := range Modes() {
+		if m == k {
+			return true
+		}
+	}
+	return false
 }
 
-// MarshalJSON writes Delay and TTL as Go durations ("5s", "15m0s").
+// checkField reports a field that mode m does not take.
+func checkField(m Mode, field string) error {
+	ts := takes(m)
+	for _, t := range ts {
+		if t == field {
+			return nil
+		}
+	}
+	if m == ModeNone {
+		return fmt.Errorf("fault field %s needs a mode (want one of %s)", field, modeList())
+	}
+	if len(ts) == 0 {
+		return fmt.Errorf("fault field %s does not apply to mode %s (it takes only ttl)", field, m)
+	}
+	return fmt.Errorf("fault field %s does not apply to mode %s (it takes %s and ttl)", field, m, strings.Join(ts, ", "))
+}
+
+// modeList is every mode as the errors name them: "unavailable, timeout, … or error_rate".
+func modeList() string {
+	ms := Modes()
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = string(m)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// Validate reports an unknown mode, a field the mode does not take, or an out-of-range
+// value. A mode takes, besides ttl: unavailable status; slow and first_token_slow delay;
+// rate_limited retry_after; stream_cut after_chunks; flap status, down and up; error_rate
+// status and rate (required); timeout, malformed, reset and stream_stall nothing else.
+func (f Fault) Validate() error {
+	if f.Mode != ModeNone && !known(f.Mode) {
+		return fmt.Errorf("unknown fault mode %q (want %s)", f.Mode, modeList())
+	}
+	fields := []struct {
+		name string
+		set  bool
+	}{
+		{"status", f.Status != 0}, {"delay", f.Delay != 0}, {"retry_after", f.RetryAfter != 0},
+		{"after_chunks", f.AfterChunks != 0}, {"down", f.Down != 0}, {"up", f.Up != 0}, {"rate", f.Rate != 0},
+	}
+	for _, fl := range fields {
+		if fl.set {
+			if err := checkField(f.Mode, fl.name); err != nil {
+				return err
+			}
+		}
+	}
+	if f.Status != 0 && (f.Status < 400 || f.Status > 599) {
+		return fmt.Errorf("fault status %d is not an HTTP error status (want 400–599; 0 means 503)", f.Status)
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+		zero string
+	}{
+		{"delay", f.Delay, "5s"}, {"retry_after", f.RetryAfter, "30s"}, {"down", f.Down, "10s"}, {"up", f.Up, "10s"},
+		{"ttl", f.TTL, "until cleared"},
+	} {
+		if d.d < 0 {
+			return fmt.Errorf("fault %s %v is negative (want a positive duration; 0 means %s)", d.name, d.d, d.zero)
+		}
+	}
+	if f.AfterChunks < 0 {
+		return fmt.Errorf("fault after_chunks %d is negative (want a chunk count ≥ 1; 0 means %d)", f.AfterChunks, defaultAfterChunks)
+	}
+	if f.Mode == ModeErrorRate && f.Rate == 0 {
+		return errors.New("fault rate is required by mode error_rate (want 0 < rate ≤ 1: the share of calls that fail)")
+	}
+	if f.Rate != 0 && !(f.Rate > 0 && f.Rate <= 1) { // NaN too
+		return fmt.Errorf("fault rate %v is out of range (want 0 < rate ≤ 1: the share of calls that fail)", f.Rate)
+	}
+	return nil
+}
+
+func (f Fault) status() int                      { return or(f.Status, defaultStatus) }
+func (f Fault) delay() time.Duration             { return or(f.Delay, defaultDelay) }
+func (f Fault) retryAfter() time.Duration        { return or(f.RetryAfter, defaultRetryAfter) }
+func (f Fault) afterChunks() int                 { return or(f.AfterChunks, defaultAfterChunks) }
+func (f Fault) phases() (down, up time.Duration) { return or(f.Down, defaultDown), or(f.Up, defaultUp) }
+
+// or returns v, or def when v is zero.
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// faultJSON is Fault's JSON form. Every field but mode is a pointer, so that a field that is
+// written is told from one left out: one the mode does not take is an error even when zero.
+type faultJSON struct {
+	Mode        Mode     `json:"mode"`
+	Status      *int     `json:"status,omitempty"`
+	Delay       *string  `json:"delay,omitempty"`
+	RetryAfter  *string  `json:"retry_after,omitempty"`
+	AfterChunks *int     `json:"after_chunks,omitempty"`
+	Down        *string  `json:"down,omitempty"`
+	Up          *string  `json:"up,omitempty"`
+	Rate        *float64 `json:"rate,omitempty"`
+	TTL         *string  `json:"ttl,omitempty"`
+}
+
+// MarshalJSON writes the fields that are set, durations as Go durations ("5s", "15m0s").
 func (f Fault) MarshalJSON() ([]byte, error) {
-	j := faultJSON{Mode: f.Mode, Status: f.Status}
-	if f.Delay > 0 {
-		j.Delay = f.Delay.String()
+	j := faultJSON{Mode: f.Mode}
+	if f.Status != 0 {
+		j.Status = &f.Status
 	}
-	if f.TTL > 0 {
-		j.TTL = f.TTL.String()
+	j.Delay = durationJSON(f.Delay)
+	j.RetryAfter = durationJSON(f.RetryAfter)
+	if f.AfterChunks != 0 {
+		j.AfterChunks = &f.AfterChunks
 	}
+	j.Down = durationJSON(f.Down)
+	j.Up = durationJSON(f.Up)
+	if f.Rate != 0 {
+		j.Rate = &f.Rate
+	}
+	j.TTL = durationJSON(f.TTL)
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON reads Delay and TTL as Go durations ("5s", "700ms", "15m"). An absent TTL is
-// 0; a TTL that is written must be positive: "0s" would read as "never clears", which is
-// what the TTL is there to prevent.
+func durationJSON(d time.Duration) *string {
+	if d <= 0 {
+		return nil
+	}
+	s := d.String()
+	return &s
+}
+
+// UnmarshalJSON reads the durations (delay, retry_after, down, up, ttl) as Go durations
+// ("5s", "700ms", "15m"). A field that is left out is zero, which means its default; a field
+// that is written must be one the mode takes, and a duration or after_chunks that is written
+// must be positive: "0s" would silently read as the default (or, for ttl, as "never
+// clears", which is what the TTL is there to prevent). Validate checks the rest.
 func (f *Fault) UnmarshalJSON(b []byte) error {
 	var j faultJSON
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -101,42 +279,79 @@ func (f *Fault) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&j); err != nil {
 		return err
 	}
-	out := Fault{Mode: j.Mode, Status: j.Status}
-	if j.Delay != "" {
-		d, err := time.ParseDuration(j.Delay)
-		if err != nil {
-			return fmt.Errorf("delay: %w", err)
+	if known(j.Mode) || j.Mode == ModeNone { // an unknown mode is Validate's to report
+		for _, w := range []struct {
+			name    string
+			written bool
+		}{
+			{"status", j.Status != nil}, {"delay", j.Delay != nil}, {"retry_after", j.RetryAfter != nil},
+			{"after_chunks", j.AfterChunks != nil}, {"down", j.Down != nil}, {"up", j.Up != nil}, {"rate", j.Rate != nil},
+		} {
+			if w.written {
+				if err := checkField(j.Mode, w.name); err != nil {
+					return err
+				}
+			}
 		}
-		out.Delay = d
 	}
-	if j.TTL != "" {
-		d, err := time.ParseDuration(j.TTL)
+	out := Fault{Mode: j.Mode}
+	if j.Status != nil {
+		out.Status = *j.Status
+	}
+	if j.AfterChunks != nil {
+		if *j.AfterChunks <= 0 {
+			return fmt.Errorf("after_chunks %d: want a chunk count ≥ 1 (leave it out for %d)", *j.AfterChunks, defaultAfterChunks)
+		}
+		out.AfterChunks = *j.AfterChunks
+	}
+	if j.Rate != nil {
+		out.Rate = *j.Rate
+	}
+	for _, d := range []struct {
+		name string
+		in   *string
+		out  *time.Duration
+		zero string
+	}{
+		{"delay", j.Delay, &out.Delay, "leave it out for 5s"},
+		{"retry_after", j.RetryAfter, &out.RetryAfter, "leave it out for 30s"},
+		{"down", j.Down, &out.Down, "leave it out for 10s"},
+		{"up", j.Up, &out.Up, "leave it out for 10s"},
+		{"ttl", j.TTL, &out.TTL, "DELETE clears a fault"},
+	} {
+		if d.in == nil {
+			continue
+		}
+		v, err := time.ParseDuration(*d.in)
 		if err != nil {
-			return fmt.Errorf("ttl: %w", err)
+			return fmt.Errorf("%s: %w", d.name, err)
 		}
-		if d <= 0 {
-			return fmt.Errorf("ttl %s: want a positive duration (DELETE clears a fault)", j.TTL)
+		if v <= 0 {
+			return fmt.Errorf("%s %s: want a positive duration (%s)", d.name, *d.in, d.zero)
 		}
-		out.TTL = d
+		*d.out = v
 	}
 	*f = out
 	return nil
 }
 
 // Provider wraps a provider with an injectable fault. It is safe for concurrent use. It is an
-// afloat.Streamer whatever it wraps (a provider that cannot stream answers in one chunk),
-// and an afloat.Prober that probes through the fault; CanProbe says whether the wrapped
-// provider has a probe to reach.
+// afloat.Streamer whatever it wraps (a provider that cannot stream is called as Complete
+// is, fault and all, and answers in one chunk), and an afloat.Prober that probes through the
+// fault; CanProbe says whether the wrapped provider has a probe to reach.
 type Provider struct {
 	name  string
 	inner afloat.Provider
 	clock clockwork.Clock
+	rand  func() float64 // ModeErrorRate's draw, in [0, 1)
 	fault atomic.Pointer[set]
 }
 
-// set is a fault as Set stored it: with the time it clears itself (zero: never).
+// set is a fault as Set stored it: with the time it was set, which ModeFlap's phases count
+// from, and the time it clears itself (zero: never).
 type set struct {
 	f       Fault
+	since   time.Time
 	expires time.Time
 }
 
@@ -158,26 +373,52 @@ var (
 // ErrNoProbe is the cause of Probe's error when the wrapped provider is no afloat.Prober.
 var ErrNoProbe = errors.New("provider has no probe")
 
+// Option changes a Provider that Wrap makes.
+type Option func(*Provider)
+
+// WithRand sets the source of ModeErrorRate's draws: a function returning a number in
+// [0, 1), as math/rand/v2's Float64 (the source without this option). The Provider calls it
+// under a lock of its own, so r need not be safe for concurrent use: a seeded
+// rand.New(…).Float64 makes the draws of a test deterministic.
+func WithRand(r func() float64) Option {
+	var mu sync.Mutex
+	return func(p *Provider) {
+		p.rand = func() float64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return r()
+		}
+	}
+}
+
 // Wrap returns p with no fault set. name is the provider's name in the errors it makes; a
 // nil clock uses real time.
-func Wrap(name string, p afloat.Provider, clock clockwork.Clock) *Provider {
+func Wrap(name string, p afloat.Provider, clock clockwork.Clock, opts ...Option) *Provider {
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
-	w := &Provider{name: name, inner: p, clock: clock}
+	w := &Provider{name: name, inner: p, clock: clock, rand: rand.Float64}
+	for _, o := range opts {
+		o(w)
+	}
 	w.fault.Store(&set{})
 	return w
 }
 
 // Set replaces the fault; the zero Fault clears it. It takes effect on the next call, and
-// clears itself once its TTL has passed at the provider's clock.
+// clears itself once its TTL has passed at the provider's clock. ModeFlap's phases count
+// from now, also when the same fault was in force already.
 func (p *Provider) Set(f Fault) error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
-	s := &set{f: f}
-	if f.Mode != ModeNone && f.TTL > 0 {
-		s.expires = p.clock.Now().Add(f.TTL)
+	if f.Mode == ModeNone {
+		p.fault.Store(&set{})
+		return nil
+	}
+	s := &set{f: f, since: p.clock.Now()}
+	if f.TTL > 0 {
+		s.expires = s.since.Add(f.TTL)
 	}
 	p.fault.Store(s)
 	return nil
@@ -185,16 +426,27 @@ func (p *Provider) Set(f Fault) error {
 
 // SetUntil replaces the fault with one that clears itself at expires (zero: never), the
 // form in which a shared state passes a fault set elsewhere (another replica, before a
-// restart). A fault whose expires has passed clears it.
+// restart). A fault whose expires has passed clears it. The same fault with the same
+// expires changes nothing, so that passing it again keeps ModeFlap's phases; a new one's
+// phases count from expires less its TTL, the moment it was set where it was set (every
+// replica then flaps in step), or from now without a TTL.
 func (p *Provider) SetUntil(f Fault, expires time.Time) error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
-	if f.Mode == ModeNone || !expires.IsZero() && !p.clock.Now().Before(expires) {
+	now := p.clock.Now()
+	if f.Mode == ModeNone || !expires.IsZero() && !now.Before(expires) {
 		p.fault.Store(&set{})
 		return nil
 	}
-	p.fault.Store(&set{f: f, expires: expires})
+	if cur := p.fault.Load(); cur.f == f && cur.expires.Equal(expires) {
+		return nil
+	}
+	s := &set{f: f, since: now, expires: expires}
+	if !expires.IsZero() && f.TTL > 0 {
+		s.since = expires.Add(-f.TTL)
+	}
+	p.fault.Store(s)
 	return nil
 }
 
@@ -204,16 +456,22 @@ func (p *Provider) Fault() Fault { return p.State().Fault }
 // State returns the fault in force and when it clears itself. An expired fault is cleared
 // here, so that it reads as gone everywhere at once.
 func (p *Provider) State() State {
-	s := p.fault.Load()
+	now := p.clock.Now()
+	s := p.live(now)
 	if s.expires.IsZero() {
 		return State{Fault: s.f}
 	}
-	left := s.expires.Sub(p.clock.Now())
-	if left <= 0 {
+	return State{Fault: s.f, ExpiresAt: s.expires, Remaining: s.expires.Sub(now)}
+}
+
+// live returns the fault in force at now, clearing one that has expired.
+func (p *Provider) live(now time.Time) *set {
+	s := p.fault.Load()
+	if !s.expires.IsZero() && !now.Before(s.expires) {
 		p.fault.CompareAndSwap(s, &set{}) // a Set in between wins
-		return State{}
+		return &set{}
 	}
-	return State{Fault: s.f, ExpiresAt: s.expires, Remaining: left}
+	return s
 }
 
 // Inner returns the wrapped provider.
@@ -233,90 +491,4 @@ func (p *Provider) Continuation() string {
 		return c.Continuation()
 	}
 	return "none"
-}
-
-// Probe applies the fault, then probes the wrapped provider: a provider forced unavailable
-// fails its probe too, with the same error as its calls, and a hanging or slow one hangs or
-// waits the same. ModeMalformed spoils answers, not the models list: the probe goes through.
-// A wrapped provider that is no afloat.Prober fails every probe as Contract, wrapping
-// ErrNoProbe (check CanProbe first).
-func (p *Provider) Probe(ctx context.Context) error {
-	if _, err := p.before(ctx); err != nil {
-		return err
-	}
-	pr, ok := p.inner.(afloat.Prober)
-	if !ok {
-		return &afloat.ProviderError{Provider: p.name, Kind: afloat.Contract, Err: ErrNoProbe}
-	}
-	return pr.Probe(ctx)
-}
-
-// before applies the fault ahead of a call. It returns a response to answer with, an error
-// to fail with, or neither to go on with the call.
-func (p *Provider) before(ctx context.Context) (*afloat.Response, error) {
-	f := p.Fault()
-	switch f.Mode {
-	case ModeUnavailable:
-		status := f.Status
-		if status == 0 {
-			status = 503
-		}
-		return nil, &afloat.ProviderError{Provider: p.name, Status: status, Kind: kindOf(status), Err: ErrInjected}
-	case ModeTimeout:
-		<-ctx.Done()
-		return nil, &afloat.ProviderError{Provider: p.name, Kind: afloat.Unavailable, Timeout: true, Err: fmt.Errorf("%w: %w", ErrInjected, ctx.Err())}
-	case ModeSlow:
-		delay := f.Delay
-		if delay == 0 {
-			delay = 5 * time.Second
-		}
-		t := p.clock.NewTimer(delay)
-		defer t.Stop()
-		select {
-		case <-t.Chan():
-		case <-ctx.Done():
-			return nil, &afloat.ProviderError{Provider: p.name, Kind: afloat.Unavailable, Timeout: true, Err: fmt.Errorf("%w: %w", ErrInjected, ctx.Err())}
-		}
-	case ModeMalformed:
-		return &afloat.Response{Content: "I'm sorry, I can't produce that right now. Please try again later.", FinishReason: "stop"}, nil
-	}
-	return nil, nil
-}
-
-func kindOf(status int) afloat.Kind {
-	switch {
-	case status == 429:
-		return afloat.Throttled
-	case status == 401 || status == 402 || status == 403:
-		return afloat.Unusable
-	case status >= 500 || status == 408:
-		return afloat.Unavailable
-	}
-	return afloat.Contract
-}
-
-// Complete applies the fault, then calls the wrapped provider if the fault lets it.
-func (p *Provider) Complete(ctx context.Context, req *afloat.Request) (*afloat.Response, error) {
-	if resp, err := p.before(ctx); resp != nil || err != nil {
-		return resp, err
-	}
-	return p.inner.Complete(ctx, req)
-}
-
-// Stream applies the fault, then streams from the wrapped provider; a provider that cannot
-// stream answers in one chunk.
-func (p *Provider) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream, error) {
-	resp, err := p.before(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if resp == nil {
-		if s, ok := p.inner.(afloat.Streamer); ok {
-			return s.Stream(ctx, req)
-		}
-		if resp, err = p.inner.Complete(ctx, req); err != nil {
-			return nil, err
-		}
-	}
-	return afloat.StreamOf(resp), nil
 }

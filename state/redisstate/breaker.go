@@ -13,8 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// recordTTL is how long a breaker's record outlives its last write: a provider removed from
-// every replica's config leaves nothing behind for long.
+// recordTTL is how long a breaker's record (and its token counter) outlives its last write
+// or count: a provider removed from every replica's config leaves nothing behind for long,
+// and the record of a provider in use never expires.
 const recordTTL = 7 * 24 * time.Hour
 
 // Breakers returns the breaker store: pass it as breaker.Config.Store to every replica's
@@ -31,12 +32,16 @@ func (b *Backend) Breakers() breaker.Store { return b.breakers }
 //
 // Every write of a record publishes it ("b NAME FIELDS"), and the records are cached while
 // the subscription is up, so that Load, which the breaker calls on every Allow, costs no
-// round trip: a replica learns of another's opening within the push delay.
+// round trip: a replica learns of another's opening within the push delay. A cached record
+// that Redis contradicts (Count or AcquireProbe finds the record out of the epoch the cache
+// holds: a push was missed, or the record expired and started over) is dropped, so the next
+// Load reads it anew.
 type breakerStore struct {
 	b *Backend
 
 	mu     sync.Mutex
-	live   bool // subscribed: pushed records keep the cache fresh
+	live   bool   // subscribed: pushed records keep the cache fresh
+	gen    uint64 // moves each time the cache starts over; see keep
 	cached map[string]breaker.Record
 }
 
@@ -55,26 +60,60 @@ func (s *breakerStore) subscribed(live bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.live = live
+	s.gen++
 	clear(s.cached)
 }
 
+// clear empties the cache when Redis failed: pushes may be lost until it answers again.
 func (s *breakerStore) clear() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.gen++
 	clear(s.cached)
 }
 
-// keep caches rec if it is newer than what the cache holds.
-func (s *breakerStore) keep(name string, rec breaker.Record) {
+// lookup returns the cached record of name, or the cache's generation, which keep takes with
+// the record read from Redis instead.
+func (s *breakerStore) lookup(name string) (rec breaker.Record, ok bool, gen uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.live {
+	rec, ok = s.cached[name]
+	return rec, ok, s.gen
+}
+
+// generation returns the cache's generation, to be taken before a round trip whose answer
+// goes to keep.
+func (s *breakerStore) generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
+}
+
+// keep caches rec, read from Redis in the cache's generation gen, if it is newer than what
+// the cache holds. A record read in an earlier generation is not cached: the subscription
+// (re)started, or Redis failed, while it was read, so the push of a change made just
+// before may have been missed, and nothing would ever replace it.
+func (s *breakerStore) keep(name string, rec breaker.Record, gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.live || gen != s.gen {
 		return
 	}
 	if cur, ok := s.cached[name]; ok && cur.Revision >= rec.Revision {
 		return
 	}
 	s.cached[name] = rec
+}
+
+// forget drops the cached record of name if it is in epoch, which Redis has just said is
+// over. The cache missed a change, or the record expired and started over at revision 0,
+// which no push of a lower revision could replace.
+func (s *breakerStore) forget(name string, epoch uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rec, ok := s.cached[name]; ok && rec.Epoch == epoch {
+		delete(s.cached, name)
+	}
 }
 
 // pushed applies a published record: "NAME FIELDS".
@@ -87,14 +126,12 @@ func (s *breakerStore) pushed(payload string) {
 	if err != nil {
 		return
 	}
-	s.keep(name, rec)
+	s.keep(name, rec, s.generation())
 }
 
 // Load implements breaker.Store.
 func (s *breakerStore) Load(ctx context.Context, name string) (breaker.Record, error) {
-	s.mu.Lock()
-	rec, ok := s.cached[name]
-	s.mu.Unlock()
+	rec, ok, gen := s.lookup(name)
 	if ok {
 		return rec, nil
 	}
@@ -111,7 +148,7 @@ func (s *breakerStore) Load(ctx context.Context, name string) (breaker.Record, e
 	if err != nil {
 		return breaker.Record{}, fmt.Errorf("redis state: breaker %s: %w", name, err)
 	}
-	s.keep(name, rec)
+	s.keep(name, rec, gen)
 	return rec, nil
 }
 
@@ -137,6 +174,7 @@ return {1}
 func (s *breakerStore) Swap(ctx context.Context, name string, revision uint64, next breaker.Record) (breaker.Record, bool, error) {
 	next.Revision = revision + 1
 	args := append([]any{revision, s.b.channel(), name, recordTTL.Milliseconds()}, encodeRecord(next)[1:]...)
+	gen := s.generation()
 	var res []any
 	err := s.b.do(ctx, func(ctx context.Context) error {
 		var err error
@@ -147,45 +185,50 @@ func (s *breakerStore) Swap(ctx context.Context, name string, revision uint64, n
 		return breaker.Record{}, false, fmt.Errorf("redis state: swap breaker %s: %w", name, err)
 	}
 	if n, _ := res[0].(int64); n == 1 {
-		s.keep(name, next)
+		s.keep(name, next, gen)
 		return next, true, nil
 	}
 	cur, err := decodeRecord(stringsOf(res[1:]))
 	if err != nil {
 		return breaker.Record{}, false, fmt.Errorf("redis state: breaker %s: %w", name, err)
 	}
-	s.keep(name, cur)
+	s.keep(name, cur, gen)
 	return cur, false, nil
 }
 
 // countScript: KEYS[1] the record, KEYS[2] the epoch's counts; ARGV[1] the epoch, ARGV[2]
 // 1 for a failure, ARGV[3] the bucket index (now / (window/10)), ARGV[4] the counts' TTL in
-// ms. It answers {0} when the record left the epoch, else {1, calls, failures, consecutive}.
+// ms, ARGV[5] the record's. It answers {0} when the record left the epoch, else {1, calls,
+// failures, consecutive}, and keeps the record (if any) for another recordTTL.
 var countScript = redis.NewScript(`
 local epoch = redis.call('HGET', KEYS[1], 'epoch') or '0'
 if epoch ~= ARGV[1] then return {0} end
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
 local idx = tonumber(ARGV[3])
 local slot = idx % 10
-local have = redis.call('HGET', KEYS[2], 'i' .. slot)
-if have ~= ARGV[3] then
-  redis.call('HSET', KEYS[2], 'i' .. slot, ARGV[3], 'c' .. slot, 0, 'f' .. slot, 0)
+-- One read of the whole window, one write of the bucket: the script's cost is one hash.
+local h = {}
+local flat = redis.call('HGETALL', KEYS[2])
+for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
+local si, sc, sf = 'i' .. slot, 'c' .. slot, 'f' .. slot
+if h[si] ~= ARGV[3] then
+  h[si], h[sc], h[sf] = ARGV[3], '0', '0'
 end
-redis.call('HINCRBY', KEYS[2], 'c' .. slot, 1)
+h[sc] = tostring(tonumber(h[sc] or '0') + 1)
 local consecutive = 0
 if ARGV[2] == '1' then
-  redis.call('HINCRBY', KEYS[2], 'f' .. slot, 1)
-  consecutive = redis.call('HINCRBY', KEYS[2], 'run', 1)
-else
-  redis.call('HSET', KEYS[2], 'run', 0)
+  h[sf] = tostring(tonumber(h[sf] or '0') + 1)
+  consecutive = tonumber(h['run'] or '0') + 1
 end
+h['run'] = tostring(consecutive)
+redis.call('HSET', KEYS[2], si, h[si], sc, h[sc], sf, h[sf], 'run', h['run'])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 local calls, failures = 0, 0
 for i = 0, 9 do
-  local v = redis.call('HMGET', KEYS[2], 'i' .. i, 'c' .. i, 'f' .. i)
-  local bi = tonumber(v[1] or '-1')
+  local bi = tonumber(h['i' .. i] or '-1')
   if bi and bi > idx - 10 and bi <= idx then
-    calls = calls + tonumber(v[2] or '0')
-    failures = failures + tonumber(v[3] or '0')
+    calls = calls + tonumber(h['c' .. i] or '0')
+    failures = failures + tonumber(h['f' .. i] or '0')
   end
 end
 return {1, calls, failures, consecutive}
@@ -202,26 +245,32 @@ func (s *breakerStore) Count(ctx context.Context, name string, epoch uint64, fai
 	var res []int64
 	err := s.b.do(ctx, func(ctx context.Context) error {
 		var err error
-		res, err = countScript.Run(ctx, s.b.c, keys, epoch, fail, now.UnixNano()/width, (2 * window).Milliseconds()).Int64Slice()
+		// The counts outlive their window twice over (the buckets' indexes tell which calls
+		// are in it), and at least a second: a TTL that rounds to 0ms would delete them at
+		// once, and one of a few ms between two calls.
+		countsTTL := max(2*window, time.Second).Milliseconds()
+		res, err = countScript.Run(ctx, s.b.c, keys, epoch, fail, now.UnixNano()/width, countsTTL, recordTTL.Milliseconds()).Int64Slice()
 		return err
 	})
 	if err != nil {
 		return breaker.Counts{}, fmt.Errorf("redis state: count breaker %s: %w", name, err)
 	}
 	if len(res) < 4 || res[0] != 1 {
+		s.forget(name, epoch)
 		return breaker.Counts{}, nil
 	}
 	return breaker.Counts{Current: true, Calls: int(res[1]), Failures: int(res[2]), Consecutive: int(res[3])}, nil
 }
 
 // acquireScript: KEYS[1] the record, KEYS[2] the probe slot, KEYS[3] the token counter;
-// ARGV[1] the epoch, ARGV[2] the slot's TTL in ms. It answers the token, or 0.
+// ARGV[1] the epoch, ARGV[2] the slot's TTL in ms, ARGV[3] the counter's. It answers the
+// token, 0 when the slot is held, or -1 when the record left the epoch.
 var acquireScript = redis.NewScript(`
 local epoch = redis.call('HGET', KEYS[1], 'epoch') or '0'
-if epoch ~= ARGV[1] then return 0 end
+if epoch ~= ARGV[1] then return -1 end
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 local token = redis.call('INCR', KEYS[3])
-redis.call('PEXPIRE', KEYS[3], 604800000)
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
 redis.call('SET', KEYS[2], token, 'PX', ARGV[2])
 return token
 `)
@@ -233,13 +282,19 @@ func (s *breakerStore) AcquireProbe(ctx context.Context, name string, epoch uint
 	var token int64
 	err := s.b.do(ctx, func(ctx context.Context) error {
 		var err error
-		token, err = acquireScript.Run(ctx, s.b.c, keys, ep, max(ttl.Milliseconds(), 1)).Int64()
+		token, err = acquireScript.Run(ctx, s.b.c, keys, ep, max(ttl.Milliseconds(), 1), recordTTL.Milliseconds()).Int64()
 		return err
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("redis state: probe breaker %s: %w", name, err)
 	}
-	return uint64(token), token > 0, nil
+	if token < 0 {
+		s.forget(name, epoch)
+	}
+	if token <= 0 {
+		return 0, false, nil
+	}
+	return uint64(token), true, nil
 }
 
 // releaseScript deletes KEYS[1] if it holds ARGV[1].

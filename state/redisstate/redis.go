@@ -124,7 +124,8 @@ type ClientOptions struct {
 
 // NewClient returns a go-redis UniversalClient for url ("redis://[user:password@]host:port/db",
 // "rediss://" for TLS; more seed addresses as "?addr=host:port&addr=…"), with its timeouts
-// set to opts.Timeout and its retries off: the Backend's gate decides when to try again.
+// set to opts.Timeout and its retries (of commands and of dials) off: the Backend's gate
+// decides when to try again.
 func NewClient(url string, opts ClientOptions) (redis.UniversalClient, error) {
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -140,7 +141,10 @@ func NewClient(url string, opts ClientOptions) (redis.UniversalClient, error) {
 		Addrs: co.Addrs, Username: co.Username, Password: co.Password, TLSConfig: co.TLSConfig,
 		MasterName: opts.MasterName, IsClusterMode: opts.Cluster,
 		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, PoolTimeout: timeout,
-		MaxRetries: -1, ContextTimeoutEnabled: true,
+		// One dial per command: go-redis would otherwise dial a refused address again every
+		// 100ms, five times, so that a command to a dead Redis took the whole timeout and
+		// failed with the deadline instead of the dial's error.
+		MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true,
 	}
 	if !opts.Cluster && opts.MasterName == "" && len(co.Addrs) == 1 {
 		so, err := redis.ParseURL(url)
@@ -223,15 +227,58 @@ func (b *Backend) ok() {
 // channel is where every change is published.
 func (b *Backend) channel() string { return b.prefix + "events" }
 
-// subscribe listens for changes until ctx ends, reconnecting after a failure. While it is
-// not subscribed the breaker records are not cached; after each (re)subscription every
-// record is read anew and Watch's callback runs, as changes may have been missed.
+// quietWait is how long the subscription waits for a message before it pings Redis: a
+// quiet channel and a connection that died without a word look the same until then.
+const quietWait = 2 * time.Second
+
+// subscribe listens for changes until ctx ends. While it is not subscribed the breaker
+// records are not cached; after each (re)subscription every record is read anew and Watch's
+// callback runs, as changes may have been missed.
+//
+// A connection can die without closing (a middlebox lost it, a host vanished): writes still
+// succeed and nothing ever arrives. So after quietWait without a message it pings, and a
+// ping unanswered within Options.Timeout counts as a failure, as does any error; after a
+// failure it waits Options.Retry and subscribes on a new connection.
 func (b *Backend) subscribe(ctx context.Context) {
 	defer close(b.done)
+	// Once closed, nothing keeps the cache fresh: a breaker still in use reads Redis.
+	defer b.breakers.subscribed(false)
+	for {
+		err := b.listen(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		b.breakers.subscribed(false)
+		b.fail(fmt.Errorf("subscription: %w", err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.clock.After(b.retry):
+		}
+	}
+}
+
+// listen subscribes on a connection of its own and applies what arrives, until the
+// connection fails (its error is returned) or ctx ends.
+func (b *Backend) listen(ctx context.Context) error {
 	ps := b.c.Subscribe(ctx, b.channel())
-	defer ps.Close()
-	for ctx.Err() == nil {
-		msg, err := ps.ReceiveTimeout(ctx, 2*time.Second)
+	// Closing interrupts a receive, which the end of ctx alone does not: Close would wait
+	// out quietWait.
+	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
+	defer func() {
+		stop()
+		_ = ps.Close()
+	}()
+	pinged := false // a ping is out and unanswered
+	for {
+		wait := quietWait
+		if pinged {
+			wait = b.timeout
+		}
+		msg, err := ps.ReceiveTimeout(ctx, wait)
+		if err == nil {
+			pinged = false
+		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
@@ -246,27 +293,27 @@ func (b *Backend) subscribe(ctx context.Context) {
 		case *redis.Pong:
 			continue
 		}
+		if err == nil {
+			continue // a message of no interest
+		}
 		if ctx.Err() != nil {
-			return
+			return ctx.Err()
 		}
 		var ne interface{ Timeout() bool }
-		if errors.As(err, &ne) && ne.Timeout() {
-			// A quiet channel, or a dead connection: a ping tells which.
-			pctx, cancel := context.WithTimeout(ctx, b.timeout)
-			perr := ps.Ping(pctx)
-			cancel()
-			if perr == nil {
-				continue
-			}
-			err = perr
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			return err
 		}
-		b.breakers.subscribed(false)
-		b.fail(fmt.Errorf("subscription: %w", err))
-		select {
-		case <-ctx.Done():
-			return
-		case <-b.clock.After(b.retry):
+		if pinged {
+			return fmt.Errorf("no answer to a ping within %v", b.timeout)
 		}
+		// PubSub.Ping only writes the ping; its answer arrives as a message.
+		pctx, cancel := context.WithTimeout(ctx, b.timeout)
+		err = ps.Ping(pctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		pinged = true
 	}
 }
 

@@ -3,6 +3,7 @@ package redisstate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -63,9 +64,12 @@ return 1
 
 // SwapFlags implements state.Store.
 func (b *Backend) SwapFlags(ctx context.Context, version uint64, doc *flags.Document) (bool, error) {
+	if doc == nil { // it would be saved as JSON null and read back as an empty document
+		return false, errors.New("redis state: save flags: the document is nil")
+	}
 	raw, err := json.Marshal(doc)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("redis state: save flags: %w", err)
 	}
 	var n int64
 	err = b.do(ctx, func(ctx context.Context) error {
@@ -134,7 +138,7 @@ func (b *Backend) SaveFault(ctx context.Context, provider string, f state.Fault)
 		}
 		var err error
 		if raw, err = json.Marshal(sf); err != nil {
-			return err
+			return fmt.Errorf("redis state: save fault of %s: %w", provider, err)
 		}
 	}
 	err := b.do(ctx, func(ctx context.Context) error {

@@ -1,4 +1,4 @@
-package state
+package sqlitestate
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/afloat-dev/afloat/flags"
 	"github.com/afloat-dev/afloat/provider/fault"
 	"github.com/afloat-dev/afloat/review"
+	"github.com/afloat-dev/afloat/state"
 )
 
 func openSQLite(t *testing.T, path string) *SQLite {
@@ -30,7 +31,7 @@ func openSQLite(t *testing.T, path string) *SQLite {
 	return s
 }
 
-func swap(t *testing.T, s Store, version uint64, doc *flags.Document) bool {
+func swap(t *testing.T, s state.Store, version uint64, doc *flags.Document) bool {
 	t.Helper()
 	ok, err := s.SwapFlags(context.Background(), version, doc)
 	if err != nil {
@@ -39,7 +40,7 @@ func swap(t *testing.T, s Store, version uint64, doc *flags.Document) bool {
 	return ok
 }
 
-func loadFlags(t *testing.T, s Store) (*flags.Document, uint64) {
+func loadFlags(t *testing.T, s state.Store) (*flags.Document, uint64) {
 	t.Helper()
 	doc, v, err := s.LoadFlags(context.Background())
 	if err != nil {
@@ -48,7 +49,7 @@ func loadFlags(t *testing.T, s Store) (*flags.Document, uint64) {
 	return doc, v
 }
 
-func loadFaults(t *testing.T, s Store) map[string]Fault {
+func loadFaults(t *testing.T, s state.Store) map[string]state.Fault {
 	t.Helper()
 	fs, err := s.LoadFaults(context.Background())
 	if err != nil {
@@ -57,7 +58,7 @@ func loadFaults(t *testing.T, s Store) map[string]Fault {
 	return fs
 }
 
-func saveFault(t *testing.T, s Store, provider string, f Fault) {
+func saveFault(t *testing.T, s state.Store, provider string, f state.Fault) {
 	t.Helper()
 	if err := s.SaveFault(context.Background(), provider, f); err != nil {
 		t.Fatal(err)
@@ -72,7 +73,7 @@ func killDoc() *flags.Document {
 	}}
 }
 
-func sameFaults(t *testing.T, got, want map[string]Fault) {
+func sameFaults(t *testing.T, got, want map[string]state.Fault) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("faults %+v, want %+v", got, want)
@@ -138,14 +139,14 @@ func TestSQLiteSwapFlags(t *testing.T) {
 
 // faults are one of each kind, with and without an expiry; the expiry has a part below the
 // millisecond, which the store drops.
-func faults() (saved, loaded map[string]Fault) {
+func faults() (saved, loaded map[string]state.Fault) {
 	expires := time.Date(2031, 5, 17, 9, 30, 12, 345_678_901, time.UTC)
-	saved = map[string]Fault{
+	saved = map[string]state.Fault{
 		"openai":    {Fault: fault.Fault{Mode: fault.ModeUnavailable, Status: 529, TTL: 15 * time.Minute}, Expires: expires},
 		"anthropic": {Fault: fault.Fault{Mode: fault.ModeSlow, Delay: 700 * time.Millisecond}},
 		"gigachat":  {Fault: fault.Fault{Mode: fault.ModeTimeout, TTL: 90 * time.Second}, Expires: expires.Add(-time.Hour)},
 	}
-	loaded = map[string]Fault{}
+	loaded = map[string]state.Fault{}
 	for p, f := range saved {
 		f.Expires = f.Expires.Truncate(time.Millisecond)
 		loaded[p] = f
@@ -236,17 +237,17 @@ func TestSQLitePragmas(t *testing.T) {
 func TestSQLiteSaveFault(t *testing.T) {
 	s := openSQLite(t, filepath.Join(t.TempDir(), "afloat.db"))
 	expires := time.UnixMilli(1_900_000_000_123)
-	saveFault(t, s, "openai", Fault{Fault: fault.Fault{Mode: fault.ModeTimeout}})
-	saveFault(t, s, "backup", Fault{Fault: fault.Fault{Mode: fault.ModeMalformed}})
-	saveFault(t, s, "openai", Fault{Fault: fault.Fault{Mode: fault.ModeUnavailable, Status: 429, TTL: time.Minute}, Expires: expires})
-	sameFaults(t, loadFaults(t, s), map[string]Fault{
+	saveFault(t, s, "openai", state.Fault{Fault: fault.Fault{Mode: fault.ModeTimeout}})
+	saveFault(t, s, "backup", state.Fault{Fault: fault.Fault{Mode: fault.ModeMalformed}})
+	saveFault(t, s, "openai", state.Fault{Fault: fault.Fault{Mode: fault.ModeUnavailable, Status: 429, TTL: time.Minute}, Expires: expires})
+	sameFaults(t, loadFaults(t, s), map[string]state.Fault{
 		"openai": {Fault: fault.Fault{Mode: fault.ModeUnavailable, Status: 429, TTL: time.Minute}, Expires: expires},
 		"backup": {Fault: fault.Fault{Mode: fault.ModeMalformed}},
 	})
 
-	saveFault(t, s, "openai", Fault{})
-	saveFault(t, s, "never-saved", Fault{})
-	sameFaults(t, loadFaults(t, s), map[string]Fault{"backup": {Fault: fault.Fault{Mode: fault.ModeMalformed}}})
+	saveFault(t, s, "openai", state.Fault{})
+	saveFault(t, s, "never-saved", state.Fault{})
+	sameFaults(t, loadFaults(t, s), map[string]state.Fault{"backup": {Fault: fault.Fault{Mode: fault.ModeMalformed}}})
 }
 
 // TestSQLiteSwapFlagsConcurrent: of writers that read the same version, exactly one wins,
@@ -334,7 +335,7 @@ func TestSQLiteSharesFileWithReviewQueue(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			saveFault(t, s, "openai", Fault{Fault: fault.Fault{Mode: fault.ModeTimeout}})
+			saveFault(t, s, "openai", state.Fault{Fault: fault.Fault{Mode: fault.ModeTimeout}})
 			if err := q.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -357,7 +358,7 @@ func TestSQLiteSharesFileWithReviewQueue(t *testing.T) {
 			if doc, v := loadFlags(t, s); v != 1 || !reflect.DeepEqual(doc, killDoc()) {
 				t.Errorf("after reopening: %+v at version %d, want the kill switch at 1", doc, v)
 			}
-			sameFaults(t, loadFaults(t, s), map[string]Fault{"openai": {Fault: fault.Fault{Mode: fault.ModeTimeout}}})
+			sameFaults(t, loadFaults(t, s), map[string]state.Fault{"openai": {Fault: fault.Fault{Mode: fault.ModeTimeout}}})
 		})
 	}
 }
@@ -522,5 +523,31 @@ func copyFiles(t *testing.T, from, to string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestSQLiteDrills: a scope keeps its last drill and its last passing one, across a reopen.
+func TestSQLiteDrills(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "afloat.db")
+	s := openSQLite(t, path)
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	pass := state.Drill{Scope: "task:triage", Provider: "primary", Mode: "unavailable", Passed: true, StartedAt: at, FinishedAt: at.Add(time.Minute)}
+	fail := state.Drill{Scope: "task:triage", Provider: "primary", Mode: "timeout", Failed: []string{"fail_fast"}, StartedAt: at.Add(time.Hour), FinishedAt: at.Add(2 * time.Hour)}
+	for _, d := range []state.Drill{pass, fail, {Scope: "route:chat", Provider: "backup", Mode: "slow", Passed: true, StartedAt: at, FinishedAt: at}} {
+		if err := s.SaveDrill(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := openSQLite(t, path).LoadDrills(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := got["task:triage"]
+	if len(got) != 2 || tr.Last == nil || tr.Last.Mode != "timeout" || len(tr.Last.Failed) != 1 || tr.LastPassed == nil || !tr.LastPassed.FinishedAt.Equal(pass.FinishedAt) {
+		t.Errorf("after reopen: %+v", got)
 	}
 }

@@ -1,4 +1,6 @@
-package state
+// Package sqlitestate keeps the flags, faults and drills of one process (state.backend
+// local) in the SQLite file of its review queue, so that a kill switch survives a restart.
+package sqlitestate
 
 import (
 	"context"
@@ -15,10 +17,11 @@ import (
 
 	"github.com/afloat-dev/afloat/flags"
 	"github.com/afloat-dev/afloat/provider/fault"
+	"github.com/afloat-dev/afloat/state"
 	"modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 )
 
-// SQLite is the Store of one process: tables in a local database file in WAL mode, each
+// SQLite is the state.Store of one process: tables in a local database file in WAL mode, each
 // write one transaction synced to disk (synchronous=FULL) before it returns, so that a kill
 // switch SwapFlags saved survives kill -9 and a power cut.
 //
@@ -34,7 +37,7 @@ type SQLite struct {
 	path string
 }
 
-var _ Store = (*SQLite)(nil)
+var _ state.Store = (*SQLite)(nil)
 
 // busyTimeout is how long a write waits for a lock another connection holds.
 const busyTimeout = "5000" // milliseconds
@@ -53,6 +56,11 @@ var migrations = []string{
 		provider        TEXT    PRIMARY KEY,
 		fault           TEXT    NOT NULL,
 		expires_unix_ms INTEGER NOT NULL
+	) STRICT;`,
+	// 2: the drills by scope: the last one and the last that passed, as JSON.
+	`CREATE TABLE IF NOT EXISTS state_drills (
+		scope       TEXT PRIMARY KEY,
+		drills      TEXT NOT NULL
 	) STRICT;`,
 }
 
@@ -216,13 +224,13 @@ func (s *SQLite) SwapFlags(ctx context.Context, version uint64, doc *flags.Docum
 
 // LoadFaults returns every fault saved, by provider, including those whose Expires has
 // passed: the store has no clock, and State drops them.
-func (s *SQLite) LoadFaults(ctx context.Context) (map[string]Fault, error) {
+func (s *SQLite) LoadFaults(ctx context.Context) (map[string]state.Fault, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT provider, fault, expires_unix_ms FROM state_faults")
 	if err != nil {
 		return nil, fmt.Errorf("state sqlite %s: load faults: %w", s.path, err)
 	}
 	defer rows.Close()
-	out := map[string]Fault{}
+	out := map[string]state.Fault{}
 	for rows.Next() {
 		var (
 			provider, raw string
@@ -231,7 +239,7 @@ func (s *SQLite) LoadFaults(ctx context.Context) (map[string]Fault, error) {
 		if err := rows.Scan(&provider, &raw, &expires); err != nil {
 			return nil, fmt.Errorf("state sqlite %s: load faults: %w", s.path, err)
 		}
-		var f Fault
+		var f state.Fault
 		if err := json.Unmarshal([]byte(raw), &f.Fault); err != nil {
 			return nil, fmt.Errorf("state sqlite %s: load fault of %s: %w", s.path, provider, err)
 		}
@@ -248,7 +256,7 @@ func (s *SQLite) LoadFaults(ctx context.Context) (map[string]Fault, error) {
 
 // SaveFault saves the fault of provider, its Expires to the millisecond; a fault of mode
 // none removes it.
-func (s *SQLite) SaveFault(ctx context.Context, provider string, f Fault) error {
+func (s *SQLite) SaveFault(ctx context.Context, provider string, f state.Fault) error {
 	if f.Fault.Mode == fault.ModeNone {
 		if _, err := s.db.ExecContext(ctx, "DELETE FROM state_faults WHERE provider = ?", provider); err != nil {
 			return fmt.Errorf("state sqlite %s: clear fault of %s: %w", s.path, provider, err)
@@ -269,6 +277,64 @@ func (s *SQLite) SaveFault(ctx context.Context, provider string, f Fault) error 
 		return fmt.Errorf("state sqlite %s: save fault of %s: %w", s.path, provider, err)
 	}
 	return nil
+}
+
+// SaveDrill implements Store: one transaction reads the scope's drills and writes them back
+// with d, synced before it returns.
+func (s *SQLite) SaveDrill(ctx context.Context, d state.Drill) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("state sqlite %s: save drill: %w", s.path, err)
+	}
+	defer tx.Rollback()
+	var ds state.Drills
+	var raw string
+	switch err := tx.QueryRowContext(ctx, "SELECT drills FROM state_drills WHERE scope = ?", d.Scope).Scan(&raw); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return fmt.Errorf("state sqlite %s: save drill: %w", s.path, err)
+	default:
+		if err := json.Unmarshal([]byte(raw), &ds); err != nil {
+			return fmt.Errorf("state sqlite %s: drills of %s: %w", s.path, d.Scope, err)
+		}
+	}
+	out, err := json.Marshal(ds.Add(d))
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO state_drills (scope, drills) VALUES (?, ?)
+		ON CONFLICT (scope) DO UPDATE SET drills = excluded.drills`, d.Scope, string(out)); err != nil {
+		return fmt.Errorf("state sqlite %s: save drill: %w", s.path, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("state sqlite %s: save drill: %w", s.path, err)
+	}
+	return nil
+}
+
+// LoadDrills implements Store.
+func (s *SQLite) LoadDrills(ctx context.Context) (map[string]state.Drills, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT scope, drills FROM state_drills")
+	if err != nil {
+		return nil, fmt.Errorf("state sqlite %s: load drills: %w", s.path, err)
+	}
+	defer rows.Close()
+	out := map[string]state.Drills{}
+	for rows.Next() {
+		var scope, raw string
+		if err := rows.Scan(&scope, &raw); err != nil {
+			return nil, fmt.Errorf("state sqlite %s: load drills: %w", s.path, err)
+		}
+		var ds state.Drills
+		if err := json.Unmarshal([]byte(raw), &ds); err != nil {
+			return nil, fmt.Errorf("state sqlite %s: drills of %s: %w", s.path, scope, err)
+		}
+		out[scope] = ds
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("state sqlite %s: load drills: %w", s.path, err)
+	}
+	return out, nil
 }
 
 // Close closes the database; the last connection's close checkpoints the WAL into the file.

@@ -1,0 +1,613 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+const drillUsage = `Usage: afloat drill --target URL --admin-token T [--api-key K] (--task NAME | --route NAME)
+         --provider NAME --mode MODE [fault flags] [--duration 1m | --requests N] [--rate 20]
+         [--input JSON] [--log-file PATH] [--json]
+
+The unavailability exercise, against a running gateway: it measures the task's healthy
+latency, injects the fault into the provider through the admin API (with a TTL, so that a
+drill killed with -9 cannot leave it behind), drives traffic at --rate, clears the fault and
+drives traffic until the breaker has closed and the provider answers again. Then it checks:
+
+  main_path        no 5xx (enrichment, assistance); a 202 with a review id or a block (critical)
+  degraded_marked  every answer during the fault is marked degraded and none is the provider's
+  breaker_opened   the provider's breaker opened during the fault
+  fail_fast        calls after it opened did not wait: their p95 is within the healthy p95 × 3
+                   + 100ms (the report also counts those that skipped the provider)
+  metrics_moved    afloat_requests_total{degraded="true"} and afloat_circuit_opened_total rose
+  no_credentials   no key, token or --secret in the answers (and in --log-file)
+  breaker_closed   the breaker closed by itself after the fault was cleared
+  primary_back     the provider answered again
+
+Exit 1 when a check fails. Ctrl-C or SIGTERM stops the traffic, clears the fault and reports.
+The drill is recorded in the gateway (POST /admin/drills): /admin/status shows each task's
+last drill.
+
+Flags:
+`
+
+// drillOptions are the flags of afloat drill.
+type drillOptions struct {
+	target, adminToken, apiKey string
+	task, route, provider      string
+	fault                      map[string]any // the fault's JSON, without ttl
+	duration                   time.Duration
+	requests                   int
+	rate                       float64
+	input                      string
+	logFile                    string
+	json                       bool
+	recover                    time.Duration
+	secrets                    []string
+	// out receives the progress; live redraws one line (a terminal).
+	out  io.Writer
+	live bool
+}
+
+// drill is `afloat drill`.
+func drill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o drillOptions
+	fs := flag.NewFlagSet("afloat drill", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, drillUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.target, "target", envOr("AFLOAT_TARGET", "http://127.0.0.1:8080"), "the gateway's URL")
+	fs.StringVar(&o.adminToken, "admin-token", os.Getenv("AFLOAT_ADMIN_TOKEN"), "the admin token (default $AFLOAT_ADMIN_TOKEN)")
+	fs.StringVar(&o.apiKey, "api-key", os.Getenv("AFLOAT_API_KEY"), "a tenant's client key (default $AFLOAT_API_KEY; none for open access)")
+	fs.StringVar(&o.task, "task", "", "the task to drill")
+	fs.StringVar(&o.route, "route", "", "the chat route to drill, instead of a task")
+	fs.StringVar(&o.provider, "provider", "", "the provider to fail")
+	mode := fs.String("mode", "unavailable", "the fault: unavailable, timeout, slow, malformed, reset, rate_limited, stream_cut, stream_stall, first_token_slow, flap, error_rate")
+	status := fs.Int("status", 0, "the HTTP status of unavailable, flap and error_rate (default 503)")
+	delay := fs.Duration("delay", 0, "the wait of slow and first_token_slow (default 5s)")
+	retryAfter := fs.Duration("retry-after", 0, "the Retry-After of rate_limited (default 30s)")
+	afterChunks := fs.Int("after-chunks", 0, "the chunks before stream_cut cuts (default 3)")
+	down := fs.Duration("down", 0, "how long flap is down (default 10s)")
+	up := fs.Duration("up", 0, "how long flap is up (default 10s)")
+	errorRate := fs.Float64("error-rate", 0, "the share of calls error_rate fails, in (0, 1]")
+	fs.DurationVar(&o.duration, "duration", time.Minute, "how long the fault holds (unless --requests)")
+	fs.IntVar(&o.requests, "requests", 0, "calls to make under the fault, instead of --duration")
+	fs.Float64Var(&o.rate, "rate", 20, "calls per second")
+	fs.StringVar(&o.input, "input", "", `the task's input as JSON ({"subject": "…"}); default: a sample text in each input field`)
+	fs.StringVar(&o.logFile, "log-file", "", "the gateway's log, searched for credentials")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+	fs.DurationVar(&o.recover, "recover", 2*time.Minute, "how long to wait for the breaker to close and the provider to answer after the fault")
+	var secrets stringList
+	fs.Var(&secrets, "secret", "a credential that must appear nowhere (repeatable), beside the api key and admin token")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return errUsage
+	}
+	bad := func(format string, a ...any) error {
+		fmt.Fprintf(stderr, "afloat drill: %s\n", fmt.Sprintf(format, a...))
+		fs.Usage()
+		return errUsage
+	}
+	switch {
+	case len(pos) > 0:
+		return bad("unexpected argument %q", pos[0])
+	case (o.task == "") == (o.route == ""):
+		return bad("name one of --task or --route")
+	case o.provider == "":
+		return bad("--provider is required")
+	case o.adminToken == "":
+		return bad("--admin-token is required (or $AFLOAT_ADMIN_TOKEN): the fault is injected through the admin API")
+	case !(o.rate > 0 && o.rate <= 1000):
+		return bad("--rate %v is outside (0, 1000]", o.rate)
+	case o.requests < 0 || o.requests == 0 && o.duration < time.Second:
+		return bad("--requests must be positive, or --duration at least 1s")
+	}
+	if _, err := url.ParseRequestURI(o.target); err != nil {
+		return bad("--target %q is not a URL", o.target)
+	}
+	o.target = strings.TrimRight(o.target, "/")
+	o.secrets = secrets
+	o.fault = map[string]any{"mode": *mode}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, v := range map[string]any{
+		"status": *status, "delay": *delay, "retry-after": *retryAfter, "after-chunks": *afterChunks,
+		"down": *down, "up": *up, "error-rate": *errorRate,
+	} {
+		if !set[name] {
+			continue
+		}
+		if d, ok := v.(time.Duration); ok {
+			v = d.String()
+		}
+		o.fault[strings.ReplaceAll(strings.TrimSuffix(name, "-rate"), "-", "_")] = v
+	}
+	if set["error-rate"] {
+		delete(o.fault, "error")
+		o.fault["rate"] = *errorRate
+	}
+	o.out, o.live = stderr, isTerminal(stderr)
+	if o.json {
+		o.live = false
+	}
+	rep, err := runDrill(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "afloat drill: %v\n", err)
+		return errFailed
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+	} else {
+		writeDrillReport(stdout, rep)
+	}
+	if !rep.Passed {
+		return errFailed
+	}
+	return nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+// drillCall is one call the drill made.
+type drillCall struct {
+	Phase    string        `json:"phase"` // healthy, fault, recovery
+	At       time.Duration `json:"at"`    // from the start of the drill
+	Latency  time.Duration `json:"latency"`
+	Status   int           `json:"status"`
+	Source   string        `json:"source"`
+	Degraded bool          `json:"degraded"`
+	Reason   string        `json:"reason"`
+	Provider string        `json:"provider"`
+	ReviewID string        `json:"review_id,omitempty"`
+	Code     string        `json:"code,omitempty"` // the error code of a refused call
+	// Skipped: the drilled provider was skipped as circuit_open (no time paid on it).
+	Skipped bool  `json:"skipped"`
+	Err     error `json:"-"`
+	body    []byte
+}
+
+// drillRun is one run of the drill: the gateway's client and what it saw.
+type drillRun struct {
+	o      drillOptions
+	client *http.Client
+	start  time.Time
+	body   []byte // the call's request body
+	path   string // the call's path
+
+	mu       sync.Mutex
+	calls    []drillCall
+	openedAt time.Duration // from the start, when the breaker was first seen open; -1 never
+	closedAt time.Duration // when it was seen closed after the fault; -1 never
+	cleared  time.Duration
+	faulted  time.Time     // when the fault was injected
+	printed  time.Duration // when the plain progress last printed a line
+}
+
+// sinceFault is the time since the fault was injected; 0 before.
+func (d *drillRun) sinceFault() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.faulted.IsZero() {
+		return 0
+	}
+	return time.Since(d.faulted)
+}
+
+// runDrill runs the drill and returns its report. An error means it could not run (the
+// gateway unreachable, the task or provider unknown, the fault refused).
+func runDrill(ctx context.Context, o drillOptions) (*drillReport, error) {
+	d := &drillRun{o: o, client: &http.Client{Timeout: 2 * time.Minute}, openedAt: -1, closedAt: -1, cleared: -1}
+	st, err := d.status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	scope, crit, err := d.prepare(st)
+	if err != nil {
+		return nil, err
+	}
+	rep := &drillReport{Target: o.target, Scope: scope, Criticality: crit, Provider: o.provider, Fault: o.fault, StartedAt: time.Now().UTC()}
+	d.start = time.Now()
+
+	// 1. Healthy: the latency to compare with, and whether the provider answers at all.
+	healthy := max(5, int(o.rate*2))
+	d.progress("measuring the healthy latency")
+	d.drive(ctx, "healthy", healthy, 0, nil)
+	before, _ := d.metrics(ctx)
+
+	// 2. The fault, with a TTL past the drill's own end.
+	runFor := o.duration
+	if o.requests > 0 {
+		runFor = time.Duration(float64(o.requests) / o.rate * float64(time.Second))
+	}
+	ttl := runFor + o.recover + 5*time.Minute
+	flt := maps.Clone(o.fault)
+	flt["ttl"] = ttl.Round(time.Second).String()
+	body, _ := json.Marshal(flt)
+	code, payload, err := adminRequest(ctx, "PUT", o.target+"/admin/faults/"+url.PathEscape(o.provider), o.adminToken, body, "application/json", nil)
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("the gateway refused the fault (%d): %s", code, strings.TrimSpace(string(payload)))
+	}
+	d.mu.Lock()
+	d.faulted = time.Now()
+	d.mu.Unlock()
+	clear := sync.OnceFunc(func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		code, payload, err := adminRequest(cctx, "DELETE", o.target+"/admin/faults/"+url.PathEscape(o.provider), o.adminToken, nil, "", nil)
+		if err != nil || code != http.StatusOK {
+			fmt.Fprintf(o.out, "afloat drill: the fault could not be cleared (%d %s %v): it clears itself after %s\n", code, strings.TrimSpace(string(payload)), err, ttl)
+		}
+		d.mu.Lock()
+		d.cleared = time.Since(d.start)
+		d.mu.Unlock()
+	})
+	defer clear() // also when ctx is cancelled (Ctrl-C, SIGTERM) or a step panics
+
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		d.watch(wctx)
+	}()
+	n := o.requests
+	if n == 0 {
+		n = max(1, int(o.rate*o.duration.Seconds()))
+	}
+	d.drive(ctx, "fault", n, runFor, nil)
+	clear()
+
+	// 3. Recovery: until the breaker closed and the provider answered, within --recover.
+	if ctx.Err() == nil {
+		back := func() bool {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if d.closedAt < 0 {
+				return false
+			}
+			for _, c := range d.calls {
+				if c.Phase == "recovery" && c.Provider == o.provider && c.Status < 300 && c.Source == "model" {
+					return true
+				}
+			}
+			return false
+		}
+		d.drive(ctx, "recovery", int(o.rate*o.recover.Seconds())+1, o.recover, back)
+	}
+	stopWatch()
+	<-watched
+	after, _ := d.metrics(context.WithoutCancel(ctx))
+
+	rep.Interrupted = ctx.Err() != nil
+	d.mu.Lock()
+	calls := slices.Clone(d.calls)
+	opened, closed, cleared := d.openedAt, d.closedAt, d.cleared
+	d.mu.Unlock()
+	rep.check(d.o, crit, calls, opened, closed, cleared, before, after, d.logLeaks())
+	rep.FinishedAt = time.Now().UTC()
+	d.record(context.WithoutCancel(ctx), rep)
+	d.progressDone()
+	return rep, nil
+}
+
+// drillStatus is the part of /admin/status the drill reads.
+type drillStatus struct {
+	Providers map[string]struct {
+		Breaker string `json:"breaker"`
+	} `json:"providers"`
+	Tasks map[string]struct {
+		Inputs      []string `json:"inputs"`
+		Criticality string   `json:"criticality"`
+	} `json:"tasks"`
+	Routes map[string]struct {
+		Criticality string `json:"criticality"`
+	} `json:"routes"`
+}
+
+func (d *drillRun) status(ctx context.Context) (*drillStatus, error) {
+	code, payload, err := adminRequest(ctx, "GET", d.o.target+"/admin/status", d.o.adminToken, nil, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("GET /admin/status answered %d: %s", code, strings.TrimSpace(string(payload)))
+	}
+	var st drillStatus
+	if err := json.Unmarshal(payload, &st); err != nil {
+		return nil, fmt.Errorf("GET /admin/status: %w", err)
+	}
+	return &st, nil
+}
+
+// prepare checks the scope and the provider against the gateway and builds the call.
+func (d *drillRun) prepare(st *drillStatus) (scope, crit string, err error) {
+	if _, ok := st.Providers[d.o.provider]; !ok {
+		return "", "", fmt.Errorf("the gateway has no provider %q (it has %s)", d.o.provider, strings.Join(sortedKeys(st.Providers), ", "))
+	}
+	if d.o.route != "" {
+		r, ok := st.Routes[d.o.route]
+		if !ok {
+			return "", "", fmt.Errorf("the gateway has no route %q (it has %s)", d.o.route, strings.Join(sortedKeys(st.Routes), ", "))
+		}
+		d.path = "/v1/chat/completions"
+		d.body, _ = json.Marshal(map[string]any{"model": d.o.route, "messages": []map[string]string{{"role": "user", "content": drillSample}}})
+		return "route:" + d.o.route, r.Criticality, nil
+	}
+	t, ok := st.Tasks[d.o.task]
+	if !ok {
+		return "", "", fmt.Errorf("the gateway has no task %q (it has %s)", d.o.task, strings.Join(sortedKeys(st.Tasks), ", "))
+	}
+	var in json.RawMessage
+	if d.o.input != "" {
+		if !json.Valid([]byte(d.o.input)) {
+			return "", "", errors.New("--input is not JSON")
+		}
+		in = json.RawMessage(d.o.input)
+	} else {
+		fields := map[string]string{}
+		for _, f := range t.Inputs {
+			fields[f] = drillSample
+		}
+		in, _ = json.Marshal(fields)
+	}
+	d.path = "/v1/tasks/" + url.PathEscape(d.o.task)
+	d.body, _ = json.Marshal(map[string]any{"input": in})
+	return "task:" + d.o.task, t.Criticality, nil
+}
+
+// drillSample is the text of a sample input: urgent enough that a heuristic has something
+// to match.
+const drillSample = "afloat drill: the payment page fails with error 500, urgent"
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// drive makes n calls at the rate, each in its own goroutine, for at most limit (0: no
+// limit), stopping early when done reports true or ctx ends; it returns when they have all
+// answered.
+func (d *drillRun) drive(ctx context.Context, phase string, n int, limit time.Duration, done func() bool) {
+	every := time.Duration(float64(time.Second) / d.o.rate)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	began := time.Now()
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 512) // bounds the calls in flight
+	for i := 0; i < n; i++ {
+		if ctx.Err() != nil || limit > 0 && time.Since(began) >= limit || done != nil && done() {
+			break
+		}
+		select {
+		case slots <- struct{}{}:
+			wg.Go(func() {
+				defer func() { <-slots }()
+				d.add(d.call(ctx, phase))
+			})
+		default: // the gateway is not keeping up: the drill does not pile on
+		}
+		d.progress(phase)
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
+	wg.Wait()
+}
+
+func (d *drillRun) add(c drillCall) {
+	d.mu.Lock()
+	d.calls = append(d.calls, c)
+	d.mu.Unlock()
+}
+
+// call makes one call of the task or route.
+func (d *drillRun) call(ctx context.Context, phase string) drillCall {
+	c := drillCall{Phase: phase, At: time.Since(d.start)}
+	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), "POST", d.o.target+d.path, bytes.NewReader(d.body))
+	if err != nil {
+		c.Err = err
+		return c
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if d.o.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+d.o.apiKey)
+	}
+	began := time.Now()
+	resp, err := d.client.Do(req)
+	if err != nil {
+		c.Err, c.Latency = err, time.Since(began)
+		return c
+	}
+	defer resp.Body.Close()
+	c.body, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	c.Latency, c.Status = time.Since(began), resp.StatusCode
+	if d.o.route != "" {
+		c.Source, c.Provider = resp.Header.Get("X-Afloat-Source"), resp.Header.Get("X-Afloat-Provider")
+		c.Degraded, _ = strconv.ParseBool(resp.Header.Get("X-Afloat-Degraded"))
+		c.Skipped = c.Provider != d.o.provider && c.Degraded
+	} else {
+		var env struct {
+			Source   string  `json:"source"`
+			Degraded bool    `json:"degraded"`
+			Reason   *string `json:"reason"`
+			Provider *string `json:"provider"`
+			ReviewID string  `json:"review_id"`
+			Attempts []struct {
+				Provider string `json:"provider"`
+				Outcome  string `json:"outcome"`
+			} `json:"attempts"`
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(c.body, &env) == nil {
+			c.Source, c.Degraded, c.ReviewID, c.Code = env.Source, env.Degraded, env.ReviewID, env.Error.Code
+			if env.Reason != nil {
+				c.Reason = *env.Reason
+			}
+			if env.Provider != nil {
+				c.Provider = *env.Provider
+			}
+			for _, a := range env.Attempts {
+				if a.Provider == d.o.provider && a.Outcome == "circuit_open" {
+					c.Skipped = true
+				}
+			}
+		}
+	}
+	return c
+}
+
+// watch polls the provider's breaker in /admin/status until ctx ends, noting when it was
+// first seen open, and when closed after the fault was cleared.
+func (d *drillRun) watch(ctx context.Context) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if st, err := d.status(ctx); err == nil {
+			now := time.Since(d.start)
+			state := st.Providers[d.o.provider].Breaker
+			d.mu.Lock()
+			if d.openedAt < 0 && (state == "open" || state == "half-open") {
+				d.openedAt = now
+			}
+			if d.cleared >= 0 && d.closedAt < 0 && state == "closed" {
+				d.closedAt = now
+			}
+			d.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// metrics reads the counters the drill compares: degraded answers of the scope and
+// openings of the provider's breaker.
+func (d *drillRun) metrics(ctx context.Context) (drillMetrics, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", d.o.target+"/metrics", nil)
+	if err != nil {
+		return drillMetrics{}, err
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return drillMetrics{}, err
+	}
+	defer resp.Body.Close()
+	text, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return drillMetrics{}, err
+	}
+	scope := d.o.task
+	if scope == "" {
+		scope = d.o.route
+	}
+	var m drillMetrics
+	for _, line := range strings.Split(string(text), "\n") {
+		switch {
+		case strings.HasPrefix(line, "afloat_requests_total{") && strings.Contains(line, `degraded="true"`) && strings.Contains(line, `task="`+scope+`"`):
+			m.Degraded += metricValue(line)
+		case strings.HasPrefix(line, "afloat_circuit_opened_total{") && strings.Contains(line, `provider="`+d.o.provider+`"`):
+			m.Opened += metricValue(line)
+		}
+	}
+	m.Read = true
+	return m, nil
+}
+
+func metricValue(line string) float64 {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+	return v
+}
+
+// drillMetrics are the counters of /metrics the drill compares.
+type drillMetrics struct {
+	Read     bool    `json:"-"`
+	Degraded float64 `json:"degraded"`
+	Opened   float64 `json:"circuit_opened"`
+}
+
+// logLeaks returns the credentials found in --log-file; nil without one.
+func (d *drillRun) logLeaks() []string {
+	if d.o.logFile == "" {
+		return nil
+	}
+	data, err := os.ReadFile(d.o.logFile)
+	if err != nil {
+		return []string{"the log file could not be read: " + err.Error()}
+	}
+	return leaks(data, d.credentials())
+}
+
+// credentials are the values that must appear nowhere.
+func (d *drillRun) credentials() []string {
+	var out []string
+	for _, s := range append([]string{d.o.apiKey, d.o.adminToken}, d.o.secrets...) {
+		if len(s) >= 8 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// leaks returns a description of each credential found in data (never the credential).
+func leaks(data []byte, creds []string) []string {
+	var out []string
+	for i, c := range creds {
+		if bytes.Contains(data, []byte(c)) {
+			out = append(out, fmt.Sprintf("credential #%d (%d bytes)", i+1, len(c)))
+		}
+	}
+	return out
+}
+
+// record tells the gateway about the drill (POST /admin/drills).
+func (d *drillRun) record(ctx context.Context, rep *drillReport) {
+	body, _ := json.Marshal(map[string]any{
+		"scope": rep.Scope, "provider": rep.Provider, "mode": rep.Fault["mode"], "passed": rep.Passed,
+		"started_at": rep.StartedAt, "finished_at": rep.FinishedAt, "failed": rep.failedNames(),
+	})
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	code, payload, err := adminRequest(cctx, "POST", d.o.target+"/admin/drills", d.o.adminToken, body, "application/json", nil)
+	if err != nil || code != http.StatusOK {
+		rep.Recorded = fmt.Sprintf("not recorded: %d %s %v", code, strings.TrimSpace(string(payload)), err)
+		return
+	}
+	rep.Recorded = "recorded"
+}

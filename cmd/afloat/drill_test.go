@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// drillGateway is a gateway over a healthy primary and backup mock whose breakers probe
+// soon (recovery 300ms) and ramp up briefly, so that a drill sees them open and close
+// within seconds; extra is more of the primary's YAML flow mapping.
+func drillGateway(t *testing.T, extra string) *liveServe {
+	t.Helper()
+	primary := newMock(t, func(int, chatCall) upstreamReply { return upstreamReply{content: validTriage} })
+	backup := newMock(t, func(int, chatCall) upstreamReply { return upstreamReply{content: validTriage} })
+	cfg := triageConfig("2s", []string{"primary", "backup"},
+		map[string]string{"primary": primary.URL, "backup": backup.URL},
+		map[string]string{"primary": ", probe: off, retry: {max: 0}" + extra, "backup": ", probe: off"})
+	cfg = strings.Replace(cfg, "breaker: {recovery: 5m}", "breaker: {recovery: 300ms, max_recovery: 600ms, ramp_up: 300ms}", 1)
+	return startServe(t, cfg, "primary", "backup")
+}
+
+// runDrillCmd runs afloat drill against g and returns its exit code and JSON report.
+func runDrillCmd(t *testing.T, g *liveServe, args ...string) (int, drillReport, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	all := append([]string{"drill", "--target", g.base, "--admin-token", scenarioAdmin, "--task", "triage",
+		"--duration", "2s", "--rate", "25", "--recover", "10s", "--json"}, args...)
+	code := run(context.Background(), all, &stdout, &stderr)
+	var rep drillReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("drill exited %d with no JSON report: %v\nstdout:\n%s\nstderr:\n%s", code, err, stdout.String(), stderr.String())
+	}
+	return code, rep, stderr.String()
+}
+
+func checkOf(rep drillReport, name string) drillCheck {
+	for _, c := range rep.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	return drillCheck{Name: name, Figure: "missing"}
+}
+
+// TestDrillPassesOnAHealthyGateway: the primary made unavailable, the backup answers,
+// the breaker opens and fails fast, then closes and the primary answers again: every
+// check passes, the fault is cleared, and the drill is recorded in /admin/status.
+func TestDrillPassesOnAHealthyGateway(t *testing.T) {
+	t.Parallel()
+	g := drillGateway(t, "")
+	code, rep, stderr := runDrillCmd(t, g, "--provider", "primary", "--mode", "unavailable", "--status", "502")
+	for _, c := range rep.Checks {
+		t.Logf("%-16s %-5v %s", c.Name, c.Passed, c.Figure)
+	}
+	if code != 0 || !rep.Passed {
+		t.Fatalf("drill exited %d, passed %v; stderr:\n%s", code, rep.Passed, stderr)
+	}
+	names := []string{"main_path", "degraded_marked", "breaker_opened", "fail_fast", "metrics_moved", "no_credentials", "breaker_closed", "primary_back"}
+	for _, n := range names {
+		if c := checkOf(rep, n); !c.Passed {
+			t.Errorf("check %s: %s", n, c.Figure)
+		}
+	}
+	if f := faultOfLocal(t, g, "primary"); f != "null" {
+		t.Errorf("the fault is still set after the drill: %s", f)
+	}
+	code2, body, err := g.do("GET", "/admin/status", scenarioAdmin, "")
+	var st struct {
+		Tasks map[string]struct {
+			LastDrill *struct {
+				Provider string `json:"provider"`
+				Mode     string `json:"mode"`
+				Passed   bool   `json:"passed"`
+			} `json:"last_drill"`
+			DrillStale bool `json:"drill_stale"`
+		} `json:"tasks"`
+	}
+	if err != nil || code2 != http.StatusOK || json.Unmarshal(body, &st) != nil {
+		t.Fatalf("GET /admin/status: %d %v %s", code2, err, body)
+	}
+	if d := st.Tasks["triage"].LastDrill; d == nil || !d.Passed || d.Provider != "primary" || d.Mode != "unavailable" || st.Tasks["triage"].DrillStale {
+		t.Errorf("last_drill %+v (stale %v), want the passing drill of primary", d, st.Tasks["triage"].DrillStale)
+	}
+	if age := g.metric("afloat_drill_age_seconds", map[string]string{"task": "triage"}); age < 0 || age > 60 {
+		t.Errorf("afloat_drill_age_seconds %v, want a few seconds", age)
+	}
+}
+
+// TestDrillFailsWithoutABreaker: with the primary's breaker disabled the drill fails, and
+// names breaker_opened and fail_fast.
+func TestDrillFailsWithoutABreaker(t *testing.T) {
+	t.Parallel()
+	g := drillGateway(t, ", breaker: {enabled: false}")
+	code, rep, _ := runDrillCmd(t, g, "--provider", "primary", "--mode", "timeout")
+	if code != 1 || rep.Passed {
+		t.Fatalf("drill exited %d, passed %v; want a failure", code, rep.Passed)
+	}
+	for _, n := range []string{"breaker_opened", "fail_fast"} {
+		if c := checkOf(rep, n); c.Passed {
+			t.Errorf("check %s passed (%s), want it failed", n, c.Figure)
+		}
+	}
+}
+
+// TestDrillFailsWhenTheFaultChangesNothing: drilling the backup while the primary answers
+// everything changes nothing: the breaker never opens and answers are not degraded.
+func TestDrillFailsWhenTheFaultChangesNothing(t *testing.T) {
+	t.Parallel()
+	g := drillGateway(t, "")
+	code, rep, _ := runDrillCmd(t, g, "--provider", "backup", "--mode", "unavailable", "--recover", "1s")
+	if code != 1 || rep.Passed {
+		t.Fatalf("drill exited %d, passed %v; want a failure", code, rep.Passed)
+	}
+	for _, n := range []string{"breaker_opened", "degraded_marked"} {
+		if c := checkOf(rep, n); c.Passed {
+			t.Errorf("check %s passed (%s), want it failed", n, c.Figure)
+		}
+	}
+}
+
+// faultOfLocal returns the provider's fault in /admin/status as JSON.
+func faultOfLocal(t *testing.T, g *liveServe, provider string) string {
+	t.Helper()
+	code, b, err := g.do("GET", "/admin/status", scenarioAdmin, "")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("GET /admin/status: %d %s %v", code, b, err)
+	}
+	var doc struct {
+		Providers map[string]struct {
+			Fault json.RawMessage `json:"fault"`
+		} `json:"providers"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return string(doc.Providers[provider].Fault)
+}
+
+// TestDrillInterruptedClearsTheFault: a drill stopped mid-fault (Ctrl-C) reports itself
+// interrupted and failed, and the fault is cleared; a credential found in the answers
+// (here a --secret the answers carry) fails no_credentials without printing it.
+func TestDrillInterruptedClearsTheFault(t *testing.T) {
+	t.Parallel()
+	g := drillGateway(t, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"drill", "--target", g.base, "--admin-token", scenarioAdmin, "--task", "triage",
+			"--provider", "primary", "--mode", "timeout", "--duration", "1m", "--rate", "20", "--json",
+			"--secret", "technical"}, &stdout, &stderr)
+	}()
+	// Cancel once the fault is in force: the status shows it.
+	for faultOfLocal(t, g, "primary") == "null" {
+		select {
+		case code := <-done:
+			t.Fatalf("drill exited %d before the fault; stderr:\n%s", code, stderr.String())
+		default:
+		}
+	}
+	cancel()
+	code := <-done
+	var rep drillReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("no report: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	if code != 1 || !rep.Interrupted || rep.Passed {
+		t.Errorf("exit %d, interrupted %v, passed %v; want 1, true, false", code, rep.Interrupted, rep.Passed)
+	}
+	if f := faultOfLocal(t, g, "primary"); f != "null" {
+		t.Errorf("the fault survived the interrupted drill: %s", f)
+	}
+	if c := checkOf(rep, "no_credentials"); c.Passed || strings.Contains(stdout.String(), `"technical"`) && strings.Contains(c.Figure, "technical") {
+		t.Errorf("no_credentials: %+v, want a failure that does not print the credential", c)
+	}
+}

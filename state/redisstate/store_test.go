@@ -1,0 +1,253 @@
+package redisstate
+
+import (
+	"context"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/afloat-dev/afloat/flags"
+	"github.com/afloat-dev/afloat/provider/fault"
+	"github.com/afloat-dev/afloat/state"
+)
+
+// The Redis fixture (newFixture, replica, settle) is in breaker_test.go.
+
+func killDoc() *flags.Document {
+	pct := 30
+	return &flags.Document{Kill: true, Tasks: map[string]flags.TaskFlags{
+		"moderation": {Blocklist: []string{"acme", "globex"}, RolloutPct: &pct},
+		"summarize":  {Kill: true},
+	}}
+}
+
+func loadFlags(t *testing.T, s state.Store) (*flags.Document, uint64) {
+	t.Helper()
+	doc, v, err := s.LoadFlags(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, v
+}
+
+func loadFaults(t *testing.T, s state.Store) map[string]state.Fault {
+	t.Helper()
+	fs, err := s.LoadFaults(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func saveFault(t *testing.T, s state.Store, provider string, f state.Fault) {
+	t.Helper()
+	if err := s.SaveFault(context.Background(), provider, f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sameFaults(t *testing.T, got, want map[string]state.Fault) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("faults %+v, want %+v", got, want)
+	}
+	for p, w := range want {
+		g, ok := got[p]
+		if !ok {
+			t.Errorf("fault of %s missing; got %+v", p, got)
+			continue
+		}
+		if g.Fault != w.Fault || !g.Expires.Equal(w.Expires) || g.Expires.IsZero() != w.Expires.IsZero() {
+			t.Errorf("fault of %s: got %+v, want %+v", p, g, w)
+		}
+	}
+}
+
+func TestStoreEmpty(t *testing.T) {
+	f := newFixture(t)
+	be, _ := f.replica(t)
+	if doc, v := loadFlags(t, be); doc != nil || v != 0 {
+		t.Errorf("LoadFlags of an empty store: %+v, version %d; want nil, 0", doc, v)
+	}
+	if fs := loadFaults(t, be); len(fs) != 0 {
+		t.Errorf("LoadFaults of an empty store: %+v", fs)
+	}
+}
+
+// TestStoreSwapFlags: a swap from the saved version makes version+1; a swap from any other
+// version reports false and changes nothing; a nil document is refused.
+func TestStoreSwapFlags(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	be, _ := f.replica(t)
+	first := &flags.Document{Tasks: map[string]flags.TaskFlags{}}
+	second := killDoc()
+	steps := []struct {
+		name    string
+		version uint64
+		doc     *flags.Document
+		swapped bool
+		want    *flags.Document
+		wantV   uint64
+	}{
+		{"first save", 0, first, true, first, 1},
+		{"stale 0 once saved", 0, second, false, first, 1},
+		{"from the saved version", 1, second, true, second, 2},
+		{"stale 1", 1, first, false, second, 2},
+		{"a version not yet saved", 3, first, false, second, 2},
+	}
+	for _, st := range steps {
+		ok, err := be.SwapFlags(ctx, st.version, st.doc)
+		if err != nil || ok != st.swapped {
+			t.Fatalf("%s: swapped %t, %v; want %t", st.name, ok, err, st.swapped)
+		}
+		doc, v := loadFlags(t, be)
+		if v != st.wantV || !reflect.DeepEqual(doc, st.want) {
+			t.Fatalf("%s: loaded %+v at version %d, want %+v at %d", st.name, doc, v, st.want, st.wantV)
+		}
+	}
+	if _, err := be.SwapFlags(ctx, 2, nil); err == nil {
+		t.Error("SwapFlags saved a nil document")
+	}
+	if doc, v := loadFlags(t, be); v != 2 || !reflect.DeepEqual(doc, second) {
+		t.Errorf("after a refused nil document: %+v at version %d, want %+v at 2", doc, v, second)
+	}
+}
+
+// TestStoreSwapFlagsConcurrent: of writers on several replicas that read the same version,
+// exactly one wins, whether none was saved yet or one was.
+func TestStoreSwapFlagsConcurrent(t *testing.T) {
+	f := newFixture(t)
+	var replicas []*Backend
+	for range 4 {
+		be, _ := f.replica(t)
+		replicas = append(replicas, be)
+	}
+	const writers = 32
+	for _, version := range []uint64{0, 1} {
+		start := make(chan struct{})
+		won := make(chan int, writers)
+		var wg sync.WaitGroup
+		for i := range writers {
+			wg.Go(func() {
+				doc := &flags.Document{Tasks: map[string]flags.TaskFlags{"writer": {Blocklist: []string{string(rune('a' + i))}}}}
+				<-start
+				ok, err := replicas[i%len(replicas)].SwapFlags(context.Background(), version, doc)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					won <- i
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(won)
+		var winners []int
+		for i := range won {
+			winners = append(winners, i)
+		}
+		if len(winners) != 1 {
+			t.Fatalf("from version %d: %d writers won (%v), want exactly one", version, len(winners), winners)
+		}
+		doc, v := loadFlags(t, replicas[0])
+		if v != version+1 || doc.Tasks["writer"].Blocklist[0] != string(rune('a'+winners[0])) {
+			t.Fatalf("from version %d: loaded %+v at version %d, want writer %d's at %d", version, doc, v, winners[0], version+1)
+		}
+	}
+}
+
+// TestStoreFaults: faults are saved by provider, replaced, and removed by the zero Fault;
+// every field reads back, Expires to the millisecond.
+func TestStoreFaults(t *testing.T) {
+	f := newFixture(t)
+	a, _ := f.replica(t)
+	b, _ := f.replica(t)
+	expires := time.Date(2031, 5, 17, 9, 30, 12, 345_678_901, time.UTC)
+	saved := map[string]state.Fault{
+		"openai":    {Fault: fault.Fault{Mode: fault.ModeUnavailable, Status: 529, TTL: 15 * time.Minute}, Expires: expires},
+		"anthropic": {Fault: fault.Fault{Mode: fault.ModeSlow, Delay: 700 * time.Millisecond}},
+		"gigachat":  {Fault: fault.Fault{Mode: fault.ModeTimeout, TTL: 90 * time.Second}, Expires: expires.Add(-time.Hour)},
+		"yandex":    {Fault: fault.Fault{Mode: fault.ModeMalformed}},
+	}
+	want := map[string]state.Fault{}
+	for p, ft := range saved {
+		saveFault(t, a, p, ft)
+		ft.Expires = ft.Expires.Truncate(time.Millisecond)
+		want[p] = ft
+	}
+	sameFaults(t, loadFaults(t, b), want)
+	if got := loadFaults(t, b)["openai"].Expires; !got.Equal(time.Date(2031, 5, 17, 9, 30, 12, 345_000_000, time.UTC)) {
+		t.Errorf("Expires read back as %v, want it to the millisecond", got)
+	}
+
+	replaced := state.Fault{Fault: fault.Fault{Mode: fault.ModeUnavailable, Status: 429, TTL: time.Minute}, Expires: time.UnixMilli(1_900_000_000_123)}
+	saveFault(t, b, "openai", replaced)
+	saveFault(t, a, "anthropic", state.Fault{})
+	saveFault(t, a, "never-saved", state.Fault{})
+	want["openai"] = replaced
+	delete(want, "anthropic")
+	sameFaults(t, loadFaults(t, a), want)
+}
+
+// TestStoreWatch: a write of the flags or of a fault through one replica runs the Watch
+// callback of the others, and of the writer; a callback whose ctx ended no longer runs.
+func TestStoreWatch(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	a, _ := f.replica(t)
+	b, _ := f.replica(t)
+	watch := func(be *Backend) (chan struct{}, context.CancelFunc) {
+		ch := make(chan struct{}, 16)
+		wctx, cancel := context.WithCancel(ctx)
+		be.Watch(wctx, func() { ch <- struct{}{} })
+		f.settle(t, be) // the callbacks of the subscription itself have run
+		for len(ch) > 0 {
+			<-ch
+		}
+		return ch, cancel
+	}
+	changedA, _ := watch(a)
+	changedB, stopB := watch(b)
+	wait := func(what string, ch chan struct{}) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the Watch callback did not run within 5s", what)
+		}
+	}
+
+	if ok, err := a.SwapFlags(ctx, 0, killDoc()); err != nil || !ok {
+		t.Fatalf("SwapFlags: %t, %v", ok, err)
+	}
+	wait("flags swapped on the other replica", changedB)
+	wait("flags swapped on this replica", changedA)
+	if doc, v := loadFlags(t, b); v != 1 || !reflect.DeepEqual(doc, killDoc()) {
+		t.Errorf("the other replica loads %+v at version %d", doc, v)
+	}
+
+	saveFault(t, a, "openai", state.Fault{Fault: fault.Fault{Mode: fault.ModeTimeout}})
+	wait("fault saved", changedB)
+	saveFault(t, a, "openai", state.Fault{})
+	wait("fault removed", changedB)
+
+	if ok, err := b.SwapFlags(ctx, 1, &flags.Document{}); err != nil || !ok {
+		t.Fatalf("SwapFlags: %t, %v", ok, err)
+	}
+	wait("flags swapped on b, seen by a", changedA)
+	wait("flags swapped on b, seen by b", changedB)
+
+	stopB()
+	if ok, err := a.SwapFlags(ctx, 2, killDoc()); err != nil || !ok {
+		t.Fatalf("SwapFlags: %t, %v", ok, err)
+	}
+	f.settle(t, b) // b has handled the push of that swap
+	select {
+	case <-changedB:
+		t.Error("the callback ran after its ctx ended")
+	default:
+	}
+}
