@@ -147,7 +147,8 @@ func (r *drillReport) check(o drillOptions, crit string, calls []drillCall, open
 	if o.logFile != "" {
 		where = "answers and log"
 	}
-	r.add("no_credentials", len(found) == 0, "%d credentials checked in the %s; found: %s", len(creds), where, ifElse(len(found) == 0, "none", strings.Join(found, ", ")))
+	r.add("no_credentials", len(found) == 0, "%d %s checked in the %s; found: %s", len(creds), ifElse(len(creds) == 1, "credential", "credentials"),
+		where, ifElse(len(found) == 0, "none", strings.Join(found, ", ")))
 
 	// breaker_closed, primary_back
 	r.add("breaker_closed", closed >= 0, "%s", ifElse(closed >= 0, fmt.Sprintf("closed %.0fms after the fault was cleared", f.ClosedAfterMS), "not closed within --recover "+o.recover.String()))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,6 +21,22 @@ func drillGateway(t *testing.T, extra string) *liveServe {
 		map[string]string{"primary": primary.URL, "backup": backup.URL},
 		map[string]string{"primary": ", probe: off, retry: {max: 0}" + extra, "backup": ", probe: off"})
 	cfg = strings.Replace(cfg, "breaker: {recovery: 5m}", "breaker: {recovery: 300ms, max_recovery: 600ms, ramp_up: 300ms}", 1)
+	return startServe(t, cfg, "primary", "backup")
+}
+
+// simDrillGateway is drillGateway over simulated providers (type: sim).
+func simDrillGateway(t *testing.T) *liveServe {
+	t.Helper()
+	cfg := triageConfig("2s", []string{"primary", "backup"},
+		map[string]string{"primary": "http://unused", "backup": "http://unused"}, nil)
+	for _, p := range []string{"primary", "backup"} {
+		cfg = strings.Replace(cfg, fmt.Sprintf("%s: {type: openai, base_url: %q, model: mock-%s}", p, "http://unused/v1", p),
+			p+": {type: sim, latency: {p50: 5ms, p95: 10ms}, probe: off, retry: {max: 0}}", 1)
+	}
+	cfg = strings.Replace(cfg, "breaker: {recovery: 5m}", "breaker: {recovery: 300ms, max_recovery: 600ms, ramp_up: 300ms}", 1)
+	if !strings.Contains(cfg, "type: sim") {
+		t.Fatalf("config not rewritten:\n%s", cfg)
+	}
 	return startServe(t, cfg, "primary", "backup")
 }
 
@@ -87,6 +104,19 @@ func TestDrillPassesOnAHealthyGateway(t *testing.T) {
 	}
 	if age := g.metric("afloat_drill_age_seconds", map[string]string{"task": "triage"}); age < 0 || age > 60 {
 		t.Errorf("afloat_drill_age_seconds %v, want a few seconds", age)
+	}
+}
+
+// TestDrillPassesOverSimulatedProviders: the same drill over type: sim providers.
+func TestDrillPassesOverSimulatedProviders(t *testing.T) {
+	t.Parallel()
+	g := simDrillGateway(t)
+	code, rep, stderr := runDrillCmd(t, g, "--provider", "primary", "--mode", "unavailable")
+	if code != 0 || !rep.Passed {
+		for _, c := range rep.Checks {
+			t.Logf("%-16s %-5v %s", c.Name, c.Passed, c.Figure)
+		}
+		t.Fatalf("drill exited %d, passed %v; stderr:\n%s", code, rep.Passed, stderr)
 	}
 }
 
