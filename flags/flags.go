@@ -107,12 +107,12 @@ func (m *Memory) Set(_ context.Context, d *Document) error {
 	if err := d.Validate(); err != nil {
 		return err
 	}
-	m.doc.Store(clone(d))
+	m.doc.Store(d.Clone())
 	return nil
 }
 
-// clone returns a deep copy of d.
-func clone(d *Document) *Document {
+// Clone returns a deep copy of d, with a non-nil Tasks.
+func (d *Document) Clone() *Document {
 	cp := &Document{Kill: d.Kill, Tasks: make(map[string]TaskFlags, len(d.Tasks))}
 	for k, v := range d.Tasks {
 		v.Blocklist = slices.Clone(v.Blocklist)

@@ -72,7 +72,7 @@ func (m *Memory) Update(ctx context.Context, fn func(cur *Document) (*Document, 
 		if err := next.Validate(); err != nil {
 			return nil, err
 		}
-		cp := clone(next)
+		cp := next.Clone()
 		if m.doc.CompareAndSwap(cur, cp) {
 			return cp, nil
 		}

@@ -59,7 +59,7 @@ func TestMemoryUpdate(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			_, err := m.Update(ctx, func(cur *Document) (*Document, error) {
-				next := clone(cur)
+				next := cur.Clone()
 				next.Tasks[string(rune('a'+i%26))+string(rune('a'+i/26))] = TaskFlags{Kill: true}
 				return next, nil
 			})

@@ -112,7 +112,7 @@ func NewSource(ctx context.Context, client of.IClient, tasks []string, cfg Sourc
 		if err := cfg.Fallback.Validate(); err != nil {
 			return nil, fmt.Errorf("openfeature: fallback: %w", err)
 		}
-		fallback = cloneDoc(cfg.Fallback)
+		fallback = cfg.Fallback.Clone()
 	}
 	interval := cfg.RefreshInterval
 	if interval == 0 {
@@ -329,16 +329,3 @@ func evalErr(key string, code of.ErrorCode, err error) error {
 	return fmt.Errorf("%s: %w", key, err)
 }
 
-// cloneDoc returns a deep copy of d, with a non-nil Tasks.
-func cloneDoc(d *flags.Document) *flags.Document {
-	cp := &flags.Document{Kill: d.Kill, Tasks: make(map[string]flags.TaskFlags, len(d.Tasks))}
-	for name, t := range d.Tasks {
-		t.Blocklist = slices.Clone(t.Blocklist)
-		if t.RolloutPct != nil {
-			p := *t.RolloutPct
-			t.RolloutPct = &p
-		}
-		cp.Tasks[name] = t
-	}
-	return cp
-}
