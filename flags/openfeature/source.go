@@ -328,4 +328,3 @@ func evalErr(key string, code of.ErrorCode, err error) error {
 	}
 	return fmt.Errorf("%s: %w", key, err)
 }
-
