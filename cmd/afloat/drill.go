@@ -65,6 +65,30 @@ type drillOptions struct {
 
 // drill is `afloat drill`.
 func drill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseDrill(args, stderr)
+	if err != nil {
+		return err
+	}
+	rep, err := runDrill(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "afloat drill: %v\n", err)
+		return errFailed
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+	} else {
+		writeDrillReport(stdout, rep)
+	}
+	if !rep.Passed {
+		return errFailed
+	}
+	return nil
+}
+
+// parseDrill reads the flags of afloat drill; a bad one prints the usage and is errUsage.
+func parseDrill(args []string, stderr io.Writer) (drillOptions, error) {
 	var o drillOptions
 	fs := flag.NewFlagSet("afloat drill", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -97,12 +121,12 @@ func drill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Var(&secrets, "secret", "a credential that must appear nowhere (repeatable), beside the api key and admin token")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return errUsage
+		return o, errUsage
 	}
-	bad := func(format string, a ...any) error {
+	bad := func(format string, a ...any) (drillOptions, error) {
 		fmt.Fprintf(stderr, "afloat drill: %s\n", fmt.Sprintf(format, a...))
 		fs.Usage()
-		return errUsage
+		return o, errUsage
 	}
 	switch {
 	case len(pos) > 0:
@@ -126,42 +150,21 @@ func drill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o.fault = map[string]any{"mode": *mode}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, v := range map[string]any{
-		"status": *status, "delay": *delay, "retry-after": *retryAfter, "after-chunks": *afterChunks,
-		"down": *down, "up": *up, "error-rate": *errorRate,
+	// The fault's JSON fields (DESIGN §6) of the flags given, by flag name.
+	for name, field := range map[string]struct {
+		key string
+		v   any
+	}{
+		"status": {"status", *status}, "delay": {"delay", delay.String()}, "retry-after": {"retry_after", retryAfter.String()},
+		"after-chunks": {"after_chunks", *afterChunks}, "down": {"down", down.String()}, "up": {"up", up.String()},
+		"error-rate": {"rate", *errorRate},
 	} {
-		if !set[name] {
-			continue
+		if set[name] {
+			o.fault[field.key] = field.v
 		}
-		if d, ok := v.(time.Duration); ok {
-			v = d.String()
-		}
-		o.fault[strings.ReplaceAll(strings.TrimSuffix(name, "-rate"), "-", "_")] = v
 	}
-	if set["error-rate"] {
-		delete(o.fault, "error")
-		o.fault["rate"] = *errorRate
-	}
-	o.out, o.live = stderr, isTerminal(stderr)
-	if o.json {
-		o.live = false
-	}
-	rep, err := runDrill(ctx, o)
-	if err != nil {
-		fmt.Fprintf(stderr, "afloat drill: %v\n", err)
-		return errFailed
-	}
-	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(rep)
-	} else {
-		writeDrillReport(stdout, rep)
-	}
-	if !rep.Passed {
-		return errFailed
-	}
-	return nil
+	o.out, o.live = stderr, isTerminal(stderr) && !o.json
+	return o, nil
 }
 
 // stringList is a repeatable string flag.

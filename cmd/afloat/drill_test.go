@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -149,5 +152,44 @@ func TestDrillFailsWhenTheFaultChangesNothing(t *testing.T) {
 		if c := checkOf(rep, n); c.Passed {
 			t.Errorf("check %s passed (%s), want it failed", n, c.Figure)
 		}
+	}
+}
+
+// TestDrillFlags: the fault flags become the fault's JSON fields (DESIGN §6), only those
+// given; bad uses are refused with the usage.
+func TestDrillFlags(t *testing.T) {
+	base := []string{"--admin-token", scenarioAdmin, "--task", "triage", "--provider", "primary"}
+	tests := []struct {
+		name string
+		args []string
+		want map[string]any // nil: refused
+	}{
+		{"unavailable", []string{"--mode", "unavailable", "--status", "502"}, map[string]any{"mode": "unavailable", "status": 502}},
+		{"flap", []string{"--mode", "flap", "--down", "2s", "--up", "3s"}, map[string]any{"mode": "flap", "down": "2s", "up": "3s"}},
+		{"rate limited", []string{"--mode", "rate_limited", "--retry-after", "1m"}, map[string]any{"mode": "rate_limited", "retry_after": "1m0s"}},
+		{"stream cut", []string{"--mode", "stream_cut", "--after-chunks", "2"}, map[string]any{"mode": "stream_cut", "after_chunks": 2}},
+		{"error rate", []string{"--mode", "error_rate", "--error-rate", "0.5"}, map[string]any{"mode": "error_rate", "rate": 0.5}},
+		{"no scope", []string{"--task", "", "--mode", "timeout"}, nil},
+		{"task and route", []string{"--route", "chat"}, nil},
+		{"zero rate", []string{"--rate", "0"}, nil},
+		{"stray argument", []string{"now"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			o, err := parseDrill(append(slices.Clone(base), tc.args...), &stderr)
+			if tc.want == nil {
+				if !errors.Is(err, errUsage) || !strings.Contains(stderr.String(), "Usage: afloat drill") {
+					t.Errorf("err %v, stderr %q; want errUsage with the usage", err, stderr.String())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v: %s", err, stderr.String())
+			}
+			if !maps.Equal(o.fault, tc.want) {
+				t.Errorf("fault %v, want %v", o.fault, tc.want)
+			}
+		})
 	}
 }
