@@ -159,6 +159,9 @@ type Result[T any] struct {
 	Latency    time.Duration
 	// Usage sums every attempt.
 	Usage Usage
+	// RequestID is the id of the request the call served (WithRequestID: the gateway's
+	// X-Request-Id); "" outside a request, and then left out of the JSON.
+	RequestID string
 }
 
 // HasValue reports whether Value holds an answer: a model's or a heuristic's. (An
@@ -182,6 +185,7 @@ type resultJSON struct {
 	Attempts      []Attempt       `json:"attempts"`
 	LatencyMS     int64           `json:"latency_ms"`
 	Usage         Usage           `json:"usage"`
+	RequestID     string          `json:"request_id,omitempty"`
 }
 
 func ptrIf[V comparable](v V) *V {
@@ -197,7 +201,7 @@ func (r Result[T]) MarshalJSON() ([]byte, error) {
 	j := resultJSON{
 		Task: r.Task, Source: r.Source, Degraded: r.Degraded, Reason: ptrIf(r.Reason),
 		Provider: ptrIf(r.Provider), PromptVersion: ptrIf(r.PromptVersion), ReviewID: ptrIf(r.ReviewID),
-		Attempts: r.Attempts, LatencyMS: r.Latency.Milliseconds(), Usage: r.Usage,
+		Attempts: r.Attempts, LatencyMS: r.Latency.Milliseconds(), Usage: r.Usage, RequestID: r.RequestID,
 	}
 	if j.Attempts == nil {
 		j.Attempts = []Attempt{}
@@ -231,6 +235,7 @@ func (r *Result[T]) UnmarshalJSON(b []byte) error {
 	}
 	var out Result[T]
 	out.Task, out.Source, out.Degraded, out.Attempts, out.Usage = j.Task, j.Source, j.Degraded, j.Attempts, j.Usage
+	out.RequestID = j.RequestID
 	out.Latency = time.Duration(j.LatencyMS) * time.Millisecond
 	out.Tier = -1
 	if j.Reason != nil {
@@ -294,7 +299,7 @@ func Run[T any](ctx context.Context, r Runner, in Input) (Result[T], error) {
 		Task: raw.Task, Source: raw.Source, Degraded: raw.Degraded, Reason: raw.Reason,
 		Provider: raw.Provider, Tier: raw.Tier, PromptVersion: raw.PromptVersion,
 		ReviewID: raw.ReviewID, ReviewSLA: raw.ReviewSLA, ExpectedBy: raw.ExpectedBy,
-		Attempts: raw.Attempts, Latency: raw.Latency, Usage: raw.Usage,
+		Attempts: raw.Attempts, Latency: raw.Latency, Usage: raw.Usage, RequestID: raw.RequestID,
 	}
 	if len(raw.Value) > 0 && out.HasValue() {
 		if uerr := json.Unmarshal(raw.Value, &out.Value); uerr != nil && err == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/latency"
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // callLog is what one call records across its tiers: every attempt, the usage they add up
@@ -89,6 +90,8 @@ type attempt struct {
 	settled bool
 	// skipped counts the stream events the adapter could not parse (afloat.SkipCounter).
 	skipped int
+	// span is the attempt's trace span from run until settle; nil when tracing is off.
+	span trace.Span
 }
 
 // cut reports whether the attempt's own time ran out (rather than the call's, in ctx).
@@ -203,16 +206,17 @@ func remaining(ctx context.Context, clk clockwork.Clock) time.Duration {
 func (e *Engine) run(ctx context.Context, log *callLog, a *attempt, check checkFunc) settled {
 	s := &a.s
 	var cancel context.CancelFunc
+	pctx := e.startAttempt(ctx, a) // the provider's context: ctx under the attempt's span
 	if s.emit != nil {
 		fired := new(atomic.Bool)
-		actx, stop := context.WithCancel(ctx)
+		actx, stop := context.WithCancel(pctx)
 		a.timer = e.clock.AfterFunc(a.timeout, func() {
 			fired.Store(true)
 			stop()
 		})
 		a.actx, cancel, a.fired = actx, stop, fired
 	} else {
-		a.actx, cancel = latency.WithTimeout(ctx, e.clock, a.timeout)
+		a.actx, cancel = latency.WithTimeout(pctx, e.clock, a.timeout)
 	}
 	finished := false
 	defer func() {
@@ -249,6 +253,7 @@ func (a *attempt) release(cancel context.CancelFunc) {
 		a.timer.Stop()
 	}
 	cancel()
+	a.closeSpan()
 	a.s.tr.up.release()
 }
 
@@ -293,6 +298,10 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 	}
 	var cost float64
 	if resp != nil {
+		if err != nil && resp.Usage == (afloat.Usage{}) && (resp.Content != "" || len(resp.ToolCalls) > 0) {
+			// Cut before the provider sent its usage: what it generated is billed anyway.
+			resp.Usage = estimateUsage(a.s.req, resp)
+		}
 		cost = e.account(tr, log, resp)
 	}
 	if rec.Outcome == afloat.OutcomeOK && check != nil {
@@ -313,12 +322,17 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 	case rec.Outcome == afloat.OutcomeRefused:
 		tr.refusals.Inc()
 	}
-	if cost > 0 && (rec.Outcome != afloat.OutcomeOK || err != nil) {
+	used := rec.Outcome == afloat.OutcomeOK && err == nil
+	if cost > 0 && !used {
 		tr.wasted.Add(cost) // an answer not used: the caller is not billed for it
+	}
+	if resp != nil {
+		tr.spend.record(e.clock.Now(), cost, used)
 	}
 	if a.skipped > 0 {
 		tr.skipped.Add(float64(a.skipped))
 	}
+	a.endAttempt(ctx, rec, resp, err)
 	e.record(log, tr, rec)
 	return settled{resp: resp, outcome: rec.Outcome, err: err, emitted: emitted, failed: failed}
 }
@@ -364,6 +378,7 @@ func (e *Engine) call(ctx context.Context, log *callLog, s spec, check checkFunc
 	var a attempt
 	for ; ; s.try++ {
 		if outcome := e.admit(ctx, &s, &a); outcome != afloat.OutcomeOK {
+			e.skipped(ctx, &s, outcome)
 			e.record(log, s.tr, afloat.Attempt{Outcome: outcome, Reask: s.reask})
 			return settled{outcome: outcome}
 		}
@@ -436,11 +451,13 @@ func (e *Engine) record(log *callLog, tr *tier, a afloat.Attempt) {
 	tr.attempts[a.Outcome].Inc()
 }
 
-// account adds a response's usage and cost to the call's log and the tier's metrics, and
-// returns the cost.
+// account prices a response's usage by its provider's price (stamped on the response, whose
+// answer a chat client is billed alone), adds it to the call's log and the tier's metrics,
+// and returns the cost.
 func (e *Engine) account(tr *tier, log *callLog, resp *afloat.Response) float64 {
 	usage := resp.Usage
 	usage.Cost, usage.Currency = tr.up.price.cost(usage), tr.up.price.Currency
+	resp.Usage = usage
 	tr.tokens.Add(float64(usage.InputTokens + usage.OutputTokens))
 	tr.cost.Add(usage.Cost)
 	log.usage = log.usage.Add(usage)

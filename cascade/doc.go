@@ -11,6 +11,10 @@
 // tried; it never moves the provider's breaker. Each step that changed an answer is counted in
 // afloat_normalize_total, and each answer in afloat_prompt_answers_total by prompt version.
 //
+// With a Config.TracerProvider each call is a span ("afloat.task NAME", "afloat.route NAME")
+// continuing the trace its context carries, with a child span per attempt ("afloat.attempt
+// PROVIDER") under which the provider is called, so the adapters' traceparent names it.
+//
 // An Engine holds the providers and what they share across tasks (one breaker, one
 // bulkhead, one retry budget per provider); a Task is one use of AI with its criticality,
 // schema, budget and tiers:

@@ -18,6 +18,7 @@ import (
 	"github.com/afloat-dev/afloat/review"
 	"github.com/afloat-dev/afloat/telemetry"
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ProviderConfig is one provider and the guards it shares across every task that uses it.
@@ -60,6 +61,12 @@ type ProviderConfig struct {
 	// each open period and may take Timeouts.Max, at most 10s; ProbeModels with an adapter
 	// that is no afloat.Prober is an error. Engine.Close stops the probes.
 	Probe ProbeMode
+	// System names the adapter's kind in traces, as gen_ai.system: "openai", "anthropic",
+	// "gigachat", "yandexgpt", "sim". "" leaves the attribute out.
+	System string
+	// Model is the model the adapter asks for when a request names none, in traces as
+	// gen_ai.request.model. "" leaves the attribute out for such requests.
+	Model string
 }
 
 // Continuation is what a provider can do with an answer cut on another tier.
@@ -175,8 +182,15 @@ type Config struct {
 	// Rand returns the random numbers in [0, 1) that jitter the waits before a retry; it
 	// must be safe for concurrent use. nil means math/rand/v2's global source.
 	Rand func() float64
-	// Logger receives state changes and failures. nil discards them.
+	// Logger receives state changes and failures, and each attempt at debug level; a record
+	// logged during a call carries the call's request_id, trace_id and span_id
+	// (telemetry.LogHandler). nil discards them.
 	Logger *slog.Logger
+	// TracerProvider makes the spans of shared/DESIGN.md §8: one per call ("afloat.task
+	// NAME", "afloat.route NAME") and a child per attempt ("afloat.attempt PROVIDER"), with
+	// OpenTelemetry's GenAI attributes. nil means a no-op provider: no span is recorded, and a
+	// call pays next to nothing for tracing.
+	TracerProvider trace.TracerProvider
 }
 
 // Engine holds the providers and runs tasks over them. It is safe for concurrent use.
@@ -191,6 +205,8 @@ type Engine struct {
 	latency   *latency.Set
 	upstreams map[string]*upstream
 	order     []string
+	tracer    trace.Tracer
+	spends    spendBook // what each task's and route's calls cost, by name
 
 	namesMu sync.Mutex
 	names   map[string]bool // task and route names: one namespace, as metrics and flags share it
@@ -211,6 +227,8 @@ type upstream struct {
 	budget      *retryBudget
 	price       Price
 	probe       *prober // nil when the provider is not probed in the background
+	system      string  // gen_ai.system in traces
+	model       string  // gen_ai.request.model in traces, when a request names none
 }
 
 // acquire takes a bulkhead slot, or reports that the provider is full.
@@ -245,6 +263,8 @@ func New(cfg Config) (*Engine, error) {
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
+	e.log = slog.New(telemetry.LogHandler(e.log.Handler()))
+	e.tracer = newTracer(cfg.TracerProvider)
 	if e.metrics == nil {
 		m, err := telemetry.New(nil)
 		if err != nil {
@@ -329,7 +349,9 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 		if ev.To == breaker.StateOpen {
 			e.metrics.CircuitOpened.WithLabelValues(name).Inc()
 		}
-		e.log.Info("circuit state changed", "provider", name, "from", ev.From.String(), "to", ev.To.String(), "kind", ev.Kind.String())
+		// At warn: a provider's breaker moving is what an operator looks for first. It has no
+		// call's context: the change is the provider's, delivered in order after the call.
+		e.log.Warn("circuit state changed", "provider", name, "from", ev.From.String(), "to", ev.To.String(), "kind", ev.Kind.String())
 		probe.notify(ev) // an opening arms the background probe, a closing disarms it
 		if user != nil {
 			user(ev)
@@ -344,7 +366,7 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 		name: pc.Name, p: pc.Provider, br: br, timeouts: pc.Timeouts, firstToken: firstToken, streamIdle: pc.StreamIdle,
 		continues:   pc.Continuation == ContinuePrefill,
 		maxInFlight: int64(pc.MaxInFlight), retry: retry, budget: newRetryBudget(e.clock, retry), price: pc.Price,
-		probe: probe,
+		probe: probe, system: pc.System, model: pc.Model,
 	}, nil
 }
 

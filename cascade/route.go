@@ -168,21 +168,22 @@ type Reply struct {
 
 // Route is a configured route. It is safe for concurrent use.
 type Route struct {
-	e           *Engine
-	name        string
-	crit        afloat.Criticality
-	budget      time.Duration
-	maxReasks   int
-	onRefusal   RefusalPolicy
-	tiers       []tier
-	systems     []*template.Template
-	modes       []SystemMode
-	okRequests  prometheus.Counter
-	shareGauge  prometheus.Gauge
-	share       *shareWindow
-	steps       stepCounters
-	contractsMu sync.Mutex
-	contracts   map[string]*normalize.Contract // SHA-256 of the schema → compiled; at most maxContracts
+	e            *Engine
+	name         string
+	crit         afloat.Criticality
+	budget       time.Duration
+	maxReasks    int
+	onRefusal    RefusalPolicy
+	tiers        []tier
+	systems      []*template.Template
+	modes        []SystemMode
+	okRequests   prometheus.Counter
+	shareGauge   prometheus.Gauge
+	sourceGauges sourceGauges
+	share        *shareWindow
+	steps        stepCounters
+	contractsMu  sync.Mutex
+	contracts    map[string]*normalize.Contract // SHA-256 of the schema → compiled; at most maxContracts
 }
 
 // maxContracts bounds the compiled client schemas a route keeps. Schemas come from clients:
@@ -265,6 +266,7 @@ func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
 		return nil, err
 	}
 	r.okRequests, r.shareGauge = e.initSeries(cfg.Name, r.tiers)
+	r.sourceGauges = e.sourceGauges(cfg.Name)
 	r.steps = e.stepCounters(cfg.Name)
 	return r, nil
 }
@@ -394,8 +396,16 @@ func (e *RequestError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.
 
 // Complete runs the route for one chat request. It returns ErrExhausted with the Reply when
 // no tier answered, a *RequestError for a request no tier can take, and the context's error
-// when the caller left.
+// when the caller left. The call is one span ("afloat.route NAME") with a child per attempt.
 func (r *Route) Complete(ctx context.Context, in *afloat.Request) (*Reply, error) {
+	ctx, span := r.e.startCall(ctx, spanRoute, r.name)
+	rep, err := r.complete(ctx, in)
+	endRoute(span, rep, err)
+	return rep, err
+}
+
+// complete is Complete inside the call's span.
+func (r *Route) complete(ctx context.Context, in *afloat.Request) (*Reply, error) {
 	start := r.e.clock.Now()
 	contract, err := r.contract(in)
 	if err != nil {
@@ -515,7 +525,7 @@ func (r *Route) ask(ctx context.Context, tr *tier, in *afloat.Request, below []t
 			if c != nil {
 				schema = c.Schema()
 			}
-			req = r.e.reaskRequest(tr, req, out.resp.Content, out.err, schema)
+			req = r.e.reaskRequest(ctx, tr, req, out.resp.Content, out.err, schema)
 		}
 	}
 }
@@ -570,7 +580,7 @@ func toolReaskRequest(req *afloat.Request, resp *afloat.Response, chk normalize.
 func (r *Route) allowed(ctx context.Context) bool {
 	doc, err := r.e.flags.Flags(ctx)
 	if err != nil {
-		r.e.log.Warn("flags unreadable; route treated as on", "route", r.name, "err", err)
+		r.e.log.WarnContext(ctx, "flags unreadable; route treated as on", "route", r.name, "err", err)
 		return true
 	}
 	return doc.Allow(r.name, Tenant(ctx))
@@ -601,7 +611,9 @@ func (r *Route) finish(rep *Reply, start time.Time) {
 	} else {
 		r.e.metrics.Requests.WithLabelValues(r.name, string(rep.Source), fmt.Sprint(rep.Degraded), string(rep.Reason)).Inc()
 	}
-	r.shareGauge.Set(r.share.record(rep.Degraded))
+	share, bySource := r.share.record(rep.Degraded, sourceOf(rep.Source, rep.Degraded))
+	r.shareGauge.Set(share)
+	r.sourceGauges.set(bySource)
 }
 
 // EmitFunc passes one chunk of a streamed answer to the client, with the provider and tier
@@ -616,14 +628,22 @@ type EmitFunc func(provider string, tier int, c afloat.Chunk) error
 // the answer is checked whole first (re-asked or passed on to the next tier like Complete's)
 // and then emitted. Without one, tool calls are streamed as they come: their arguments,
 // checked by Complete, cannot be re-asked once a chunk is out. An error from emit (the client
-// left) stops the call and is returned.
+// left) stops the call and is returned. The call is one span, as Complete's.
 func (r *Route) Stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (*Reply, error) {
+	ctx, span := r.e.startCall(ctx, spanRoute, r.name)
+	rep, err := r.stream(ctx, in, emit)
+	endRoute(span, rep, err)
+	return rep, err
+}
+
+// stream is Stream inside the call's span.
+func (r *Route) stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (*Reply, error) {
 	contract, err := r.contract(in)
 	if err != nil {
 		return nil, err
 	}
 	if contract != nil {
-		rep, err := r.Complete(ctx, in)
+		rep, err := r.complete(ctx, in)
 		if err != nil {
 			return rep, err
 		}

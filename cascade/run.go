@@ -18,8 +18,19 @@ import (
 const enqueueTimeout = 5 * time.Second
 
 // RunJSON runs the flow of one call and returns the envelope with the answer as JSON. See
-// afloat.Runner for its error contract; an *InputError names a missing input field.
+// afloat.Runner for its error contract; an *InputError names a missing input field. The
+// envelope carries the request id ctx carries (afloat.WithRequestID), and the call is one
+// span ("afloat.task NAME") with a child per attempt.
 func (t *Task) RunJSON(ctx context.Context, in afloat.Input) (afloat.Result[json.RawMessage], error) {
+	ctx, span := t.e.startCall(ctx, spanTask, t.name)
+	res, err := t.runJSON(ctx, in)
+	res.RequestID = afloat.RequestID(ctx)
+	endTask(span, &res, err)
+	return res, err
+}
+
+// runJSON is RunJSON inside the call's span.
+func (t *Task) runJSON(ctx context.Context, in afloat.Input) (afloat.Result[json.RawMessage], error) {
 	start := t.e.clock.Now()
 	res := afloat.Result[json.RawMessage]{Task: t.name, Tier: -1}
 	if err := t.checkInput(in); err != nil {
@@ -34,7 +45,7 @@ func (t *Task) RunJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 	var log callLog
 	doc, err := t.e.flags.Flags(ctx)
 	if err != nil {
-		t.e.log.Warn("flags unreadable; task treated as on", "task", t.name, "err", err)
+		t.e.log.WarnContext(ctx, "flags unreadable; task treated as on", "task", t.name, "err", err)
 	}
 	if err == nil && !doc.Allow(t.name, Tenant(ctx)) {
 		log.reason = afloat.ReasonKillSwitch
@@ -92,20 +103,20 @@ func (t *Task) ask(ctx context.Context, tr *tier, in afloat.Input, below []tier,
 			return nil, false, refusal(t.onRefusal, tr, out)
 		}
 		tr.reasks.Inc()
-		req = t.e.reaskRequest(tr, req, out.resp.Content, out.err, t.contract.Schema())
+		req = t.e.reaskRequest(ctx, tr, req, out.resp.Content, out.err, t.contract.Schema())
 	}
 }
 
 // reaskRequest appends the model's answer and the clarifying message to the conversation:
 // the tier's own re-ask template when it has one, else normalize.ReaskText.
-func (e *Engine) reaskRequest(tr *tier, req *afloat.Request, answer string, verr error, schema json.RawMessage) *afloat.Request {
+func (e *Engine) reaskRequest(ctx context.Context, tr *tier, req *afloat.Request, answer string, verr error, schema json.RawMessage) *afloat.Request {
 	var extra []afloat.Message
 	if tr.reask != nil {
 		msgs, err := tr.reask.Render(normalize.ReaskData(verr, schema, answer))
 		if err == nil {
 			extra = msgs
 		} else {
-			e.log.Error("re-ask template failed; the default message is sent", "provider", tr.up.name, "err", err)
+			e.log.ErrorContext(ctx, "re-ask template failed; the default message is sent", "provider", tr.up.name, "err", err)
 		}
 	}
 	if extra == nil {
@@ -132,7 +143,7 @@ func (t *Task) exhausted(ctx context.Context, in afloat.Input, log *callLog, sta
 			err = t.contract.Validate(val)
 		}
 		if err != nil {
-			t.e.log.Error("heuristic answer unusable", "task", t.name, "err", err)
+			t.e.log.ErrorContext(ctx, "heuristic answer unusable", "task", t.name, "err", err)
 			break
 		}
 		res.Value, res.Source = val, afloat.SourceHeuristic
@@ -143,7 +154,7 @@ func (t *Task) exhausted(ctx context.Context, in afloat.Input, log *callLog, sta
 			// The caller reused its key with another input: its error, not the store's.
 			return t.finish(res, log, start), err
 		case err != nil:
-			t.e.log.Error("review queue cannot commit", "task", t.name, "err", err)
+			t.e.log.ErrorContext(ctx, "review queue cannot commit", "task", t.name, "err", err)
 			return t.finish(res, log, start), fmt.Errorf("%w: %w", afloat.ErrReviewUnavailable, err)
 		}
 		res.Source, res.ReviewID, res.ReviewSLA = afloat.SourceHuman, id, t.reviewSLA
@@ -179,6 +190,8 @@ func (t *Task) finish(res afloat.Result[json.RawMessage], log *callLog, start ti
 	} else {
 		t.e.metrics.Requests.WithLabelValues(t.name, string(res.Source), strconv.FormatBool(res.Degraded), string(res.Reason)).Inc()
 	}
-	t.shareGauge.Set(t.share.record(res.Degraded))
+	share, bySource := t.share.record(res.Degraded, sourceOf(res.Source, res.Degraded))
+	t.shareGauge.Set(share)
+	t.sourceGauges.set(bySource)
 	return res
 }

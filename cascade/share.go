@@ -8,7 +8,7 @@ import (
 )
 
 // shareWindow is the share of degraded answers over the last minute, in twelve buckets of
-// five seconds. Safe for concurrent use.
+// five seconds, and each source's share over the same buckets. Safe for concurrent use.
 type shareWindow struct {
 	clock    clockwork.Clock
 	mu       sync.Mutex
@@ -16,6 +16,7 @@ type shareWindow struct {
 	head     int
 	total    [12]int
 	degraded [12]int
+	sources  [12][numShareSources]int
 }
 
 const shareBucket = 5 * time.Second
@@ -37,12 +38,13 @@ func (s *shareWindow) advance(now time.Time) {
 	}
 	for range steps {
 		s.head = (s.head + 1) % len(s.total)
-		s.total[s.head], s.degraded[s.head] = 0, 0
+		s.total[s.head], s.degraded[s.head], s.sources[s.head] = 0, 0, [numShareSources]int{}
 	}
 }
 
-// record counts one answer and returns the share now.
-func (s *shareWindow) record(degraded bool) float64 {
+// record counts one answer from src and returns the shares now: the degraded share and each
+// source's.
+func (s *shareWindow) record(degraded bool, src shareSource) (float64, [numShareSources]float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.advance(s.clock.Now())
@@ -50,7 +52,8 @@ func (s *shareWindow) record(degraded bool) float64 {
 	if degraded {
 		s.degraded[s.head]++
 	}
-	return s.shareLocked()
+	s.sources[s.head][src]++
+	return s.shareLocked(), s.sourcesLocked()
 }
 
 // share returns the share of degraded answers in the window, 0 when there were none.

@@ -125,9 +125,10 @@ type Task struct {
 	onRefusal RefusalPolicy
 	share     *shareWindow
 
-	steps      stepCounters
-	okRequests prometheus.Counter
-	shareGauge prometheus.Gauge
+	steps        stepCounters
+	okRequests   prometheus.Counter
+	shareGauge   prometheus.Gauge
+	sourceGauges sourceGauges
 }
 
 // tier is a Tier resolved against the engine, with its metric handles bound.
@@ -153,6 +154,7 @@ type tier struct {
 	refusals    prometheus.Counter
 	wasted      prometheus.Counter            // cost of answers not used
 	skipped     prometheus.Counter            // stream events skipped
+	spend       *spendWindow                  // the task's or route's, shared by its tiers
 	answers     map[string]prometheus.Counter // by result (ok or a stage); nil for routes
 	answered    prometheus.Counter            // answers["ok"]; nil for routes
 }
@@ -273,6 +275,7 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 		return nil, err
 	}
 	t.okRequests, t.shareGauge = e.initSeries(cfg.Name, t.tiers)
+	t.sourceGauges = e.sourceGauges(cfg.Name)
 	t.steps = e.stepCounters(cfg.Name)
 	return t, nil
 }
@@ -336,6 +339,7 @@ func (e *Engine) newTier(scope string, i int, provider, version string) (tier, e
 		refusals:    m.Refusals.WithLabelValues(scope, u.name),
 		wasted:      m.WastedCost.WithLabelValues(u.name, scope),
 		skipped:     m.StreamEventsSkipped.WithLabelValues(u.name, scope),
+		spend:       e.spends.of(scope, u.price.Currency),
 	}
 	for _, o := range afloat.Outcomes {
 		tr.attempts[o] = m.Attempts.WithLabelValues(scope, u.name, string(o))

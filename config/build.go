@@ -16,8 +16,11 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/open-feature/go-sdk/openfeature/isolated"
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/alerts"
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/cascade"
 	"github.com/afloat-dev/afloat/flags"
@@ -56,6 +59,10 @@ type BuildOptions struct {
 	// closes it. nil makes Build open the file's store: SQLite at review.sqlite.path, with
 	// review.claim_ttl and review.retention, closed by Runtime.Close.
 	Review review.Store
+	// TracerProvider takes the engine's spans instead of the file's telemetry.otlp (tests,
+	// a host with its own tracing); its host shuts it down. nil makes Build export to
+	// telemetry.otlp when it names an endpoint (flushed by Runtime.Close), else trace nothing.
+	TracerProvider trace.TracerProvider
 
 	// openReview is set by Build: open the file's store when Review is nil. Check builds
 	// without it, so that checking a config never creates a database.
@@ -90,6 +97,9 @@ type Runtime struct {
 	Metrics  *telemetry.Metrics
 	// ReviewSLA is each task's review SLA in force.
 	ReviewSLA map[string]time.Duration
+	// Alerts evaluates the alerts the file turns on (alerts:); nil when it turns none on.
+	// Build starts it and Close stops it.
+	Alerts *alerts.Evaluator
 
 	// ownsReview: Build opened Review, and Close closes it.
 	ownsReview bool
@@ -98,6 +108,8 @@ type Runtime struct {
 	redisClient io.Closer
 	// openFeature stops the OpenFeature flag source, when flags.openfeature is set.
 	openFeature func()
+	// tracer is the OTLP exporting provider Build made for telemetry.otlp; Close flushes it.
+	tracer *sdktrace.TracerProvider
 }
 
 // StateHealth returns nil while the state backend answers, or why it does not.
@@ -131,6 +143,9 @@ type builder struct {
 	reg   prometheus.Registerer // where the metrics go
 	rt    *Runtime
 	errs  Errors
+	// openings records the breakers' unusable openings for the unusable alert; nil when
+	// that alert is off.
+	openings *alerts.Openings
 }
 
 func (b *builder) errorf(path, format string, args ...any) {
@@ -195,6 +210,7 @@ func (f *File) build(opts BuildOptions) *builder {
 	rt.Review = b.reviewStore(opts)
 	rt.Engine, err = cascade.New(cascade.Config{
 		Providers: providers, Flags: b.engineFlags(opts), Review: rt.Review, Metrics: metrics, Prompts: prompts, Clock: b.clock, Rand: b.rand, Logger: b.log,
+		TracerProvider: b.tracerProvider(opts),
 	})
 	if err != nil {
 		b.errorf("providers", "%v", err)
@@ -222,6 +238,7 @@ func (f *File) build(opts BuildOptions) *builder {
 		b.errorf("", "flags: %v", err)
 	}
 	b.state(opts)
+	b.alerts(opts)
 	return b
 }
 
@@ -325,7 +342,11 @@ func (b *builder) state(opts BuildOptions) {
 	if rerr := telemetry.RegisterDrillAge(b.reg, func() map[string]float64 {
 		ages := map[string]float64{}
 		for scope, ds := range s.Drills() {
-			if _, name, _ := strings.Cut(scope, ":"); ds.LastPassed != nil {
+			// Only this config's tasks and routes: a record kept for one it dropped (or that
+			// another replica's config has) makes no series.
+			kind, name, _ := strings.Cut(scope, ":")
+			known := kind == "task" && b.rt.Tasks[name] != nil || kind == "route" && b.rt.Routes[name] != nil
+			if known && ds.LastPassed != nil {
 				ages[name] = b.clock.Since(ds.LastPassed.FinishedAt).Seconds()
 			}
 		}
@@ -371,7 +392,7 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 		Window: p.Breaker.Window, MinCalls: p.Breaker.MinCalls, Recovery: p.Breaker.Recovery,
 		Growth: p.Breaker.Growth, Jitter: jitterOf(p.Breaker.Jitter), RampUp: p.Breaker.RampUp,
 		MaxRecovery: p.Breaker.MaxRecovery, UnusableCooldown: p.Breaker.UnusableCooldown,
-		Disabled: !p.Breaker.Enabled, Clock: b.clock, Rand: b.rand,
+		Disabled: !p.Breaker.Enabled, Clock: b.clock, Rand: b.rand, OnStateChange: b.breakerEvents(),
 	}
 	if b.rt.redis != nil {
 		bc.Store = b.rt.redis.Breakers()
@@ -401,7 +422,7 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 	cont, probe := b.capabilities(path, p, adapter)
 	return cascade.ProviderConfig{
 		Name: p.Name, Provider: w, Breaker: bc, Timeouts: lc, FirstToken: fc, StreamIdle: p.Timeouts.StreamIdle,
-		MaxInFlight: p.MaxInFlight, Continuation: cont, Probe: probe,
+		MaxInFlight: p.MaxInFlight, Continuation: cont, Probe: probe, System: systems[p.Type], Model: traceModel(p),
 		Retry: cascade.RetryConfig{Max: noneIsNegative(p.Retry.Max), BudgetRatio: p.Retry.BudgetRatio,
 			BudgetFloor: noneIsNegative(p.Retry.BudgetFloor), Window: p.Retry.Window, MaxWait: p.Retry.MaxWait},
 		Price: cascade.Price{InputPer1M: p.Price.InputPer1M, OutputPer1M: p.Price.OutputPer1M, Currency: p.Price.Currency},
@@ -697,16 +718,17 @@ func (b *builder) reviewStore(opts BuildOptions) review.Store {
 }
 
 // Close stops what Build started and closes what it opened: the engine's background probes,
-// and the review store unless the host gave it. It is safe to call on a nil Runtime and more
-// than once.
+// the trace exporter (flushing the spans still queued, for at most 5s), and the review store
+// unless the host gave it. It is safe to call on a nil Runtime and more than once.
 func (rt *Runtime) Close() error {
 	if rt == nil {
 		return nil
 	}
+	rt.Alerts.Close() // first: it reads the engine, the review store and the state
 	if rt.Engine != nil {
 		_ = rt.Engine.Close() // never fails; it waits for running probes to return
 	}
-	var errs []error
+	errs := []error{rt.shutdownTracing()} // after the engine: the probes' last spans go too
 	if rt.openFeature != nil {
 		rt.openFeature()
 		rt.openFeature = nil

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 
@@ -211,11 +210,10 @@ func warnings(f *File) []string {
 }
 
 // unappliedKeys are keys Load accepts and this build does not apply yet, besides the guards'
-// and the alerts' below. Each leaves this list with the work that applies it.
+// below. Each leaves this list with the work that applies it.
 var unappliedKeys = []string{
 	"review.postgres", // the postgres review store (review.store postgres is an error)
 	"review.webhook",  // review webhooks
-	"telemetry.otlp",  // trace export
 }
 
 // unappliedGuards are keys of a provider's guards, under defaults and under each provider,
@@ -230,11 +228,6 @@ func unapplied(f *File) []string {
 		for _, pr := range f.Providers {
 			out = append(out, "providers."+pr.Name+"."+key)
 		}
-	}
-	// Every alert: nothing evaluates alerts yet (afloat_alerts_firing comes with that work).
-	_, alerts := fieldsOf(reflect.TypeFor[Alerts]())
-	for _, a := range alerts {
-		out = append(out, "alerts."+a)
 	}
 	return out
 }

@@ -159,11 +159,6 @@ func TestCheckUnappliedKeys(t *testing.T) {
 	}{
 		{"review.postgres", "review:\n  store: sqlite\n  postgres: {url: \"postgres://localhost/afloat\"}  # here\n", "review.postgres"},
 		{"review.webhook", "review:\n  webhook: {url: \"https://hooks.example/review\", secret: s3cret}  # here\n", "review.webhook"},
-		{"telemetry.otlp", "telemetry:\n  otlp: {endpoint: \"http://127.0.0.1:4318\"}  # here\n", "telemetry.otlp"},
-		{"alerts.fallback_share", "alerts:\n  fallback_share: {above: 0.3, for: 10m}  # here\n", "alerts.fallback_share"},
-		{"alerts.primary_open", "alerts:\n  primary_open: {for: 1m}  # here\n", "alerts.primary_open"},
-		{"alerts.contract_violation_rate", "alerts:\n  contract_violation_rate: {above: 0.1, for: 5m, webhook: \"https://hooks.example/alert\"}  # here\n", "alerts.contract_violation_rate"},
-		{"alerts.review_sla", "alerts:\n  review_sla: {for: 0s}  # here\n", "alerts.review_sla"},
 		{"defaults.timeouts.pool", "defaults:\n  timeouts:\n    pool: 50ms  # here\n", "defaults.timeouts.pool"},
 		{"providers.primary.timeouts.write", "", "providers.primary.timeouts.write"},
 	}
@@ -207,7 +202,14 @@ func TestCheckUnappliedKeys(t *testing.T) {
 		config := `state: {backend: local, on_failure: local, redis: {url: "redis://127.0.0.1:6379/0", timeout: 50ms}}
 drill: {max_age: 720h}
 review: {store: sqlite, sqlite: {path: queue.db}, claim_ttl: 15m, retention: 720h}
-alerts: {}
+alerts:
+  evaluate_every: 10s
+  fallback_share: {above: 0.3, for: 10m, window: 5m, min_calls: 20}
+  primary_open: {for: 1m}
+  contract_violation_rate: {above: 0.1, for: 5m, webhook: "https://hooks.example/alert", secret: s3cret}
+  review_sla: {for: 0s}
+  unusable: {}
+  drill_stale: {for: 1h}
 defaults:
   breaker: {recovery: 10s, unusable_cooldown: 1m, ramp_up: 1m}
   timeouts: {connect: 500ms, initial: 1s}

@@ -204,15 +204,26 @@ type OpenFeature struct {
 
 // Telemetry says where traces go.
 type Telemetry struct {
-	// OTLP exports traces; an empty endpoint exports none.
-	// Not applied by this build: Check warns when a file sets it.
+	// OTLP exports traces: a span per call and a child per attempt. Absent (or an empty
+	// endpoint) exports none, and a call pays nothing for tracing.
 	OTLP OTLP `yaml:"otlp"`
 }
 
-// OTLP is an OpenTelemetry collector.
+// OTLP is an OpenTelemetry collector that takes traces over OTLP.
 type OTLP struct {
-	// Endpoint is the collector ("http://127.0.0.1:4318"); empty means no export.
+	// Endpoint is the collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT is
+	// ("http://127.0.0.1:4318"): over http the exporter appends /v1/traces. With grpc it may
+	// also be host:port ("collector:4317"). An https:// endpoint uses TLS, an http:// one
+	// does not. Empty means no export.
 	Endpoint string `yaml:"endpoint"`
+	// Protocol is http (OTLP/HTTP, protobuf) or grpc (OTLP/gRPC). Absent means http.
+	Protocol string `yaml:"protocol"`
+	// Headers are sent with every export (Authorization: "Bearer ${OTLP_TOKEN}"). Their
+	// values are credentials: never logged. Absent means none.
+	Headers map[string]afloat.Secret `yaml:"headers"`
+	// Insecure sends without TLS to a grpc endpoint written as host:port. An https://
+	// endpoint with insecure is an error. Absent means false.
+	Insecure bool `yaml:"insecure"`
 }
 
 // Defaults are the guards every provider takes unless it overrides them.
@@ -337,8 +348,9 @@ type Provider struct {
 	BaseURL string `yaml:"base_url"`
 	// Model is the model of every call; required for openai, anthropic and gigachat.
 	Model string `yaml:"model"`
-	// APIKey is the bearer key (openai, anthropic, yandex). Absent sends none.
-	APIKey string `yaml:"api_key"`
+	// APIKey is the bearer key (openai, anthropic, yandex). Absent sends none. Like AuthKey
+	// and IAMToken it is an afloat.Secret: it prints and logs as "[redacted]".
+	APIKey afloat.Secret `yaml:"api_key"`
 	// Headers are extra request headers (openai, anthropic): Yandex's OpenAI-compatible
 	// endpoint takes its folder as "OpenAI-Project". Absent means none.
 	Headers map[string]string `yaml:"headers"`
@@ -351,7 +363,7 @@ type Provider struct {
 	CAFile string `yaml:"ca_file"`
 
 	// AuthKey is GigaChat's base64 "client_id:client_secret"; required for gigachat.
-	AuthKey string `yaml:"auth_key"`
+	AuthKey afloat.Secret `yaml:"auth_key"`
 	// AuthURL is GigaChat's OAuth endpoint. Absent means Sber's.
 	AuthURL string `yaml:"auth_url"`
 	// Scope is GigaChat's API scope. Absent means GIGACHAT_API_PERS.
@@ -360,8 +372,8 @@ type Provider struct {
 	// ModelURI is Yandex's model ("gpt://<folder>/yandexgpt/latest"); required for yandex.
 	ModelURI string `yaml:"model_uri"`
 	// IAMToken and FolderID authenticate to Yandex instead of APIKey.
-	IAMToken string `yaml:"iam_token"`
-	FolderID string `yaml:"folder_id"`
+	IAMToken afloat.Secret `yaml:"iam_token"`
+	FolderID string        `yaml:"folder_id"`
 
 	// Latency is a sim provider's latency. Absent means none.
 	Latency SimLatency `yaml:"latency"`
@@ -532,29 +544,56 @@ type RouteTier struct {
 	Temperature *float64 `yaml:"temperature"`
 }
 
-// Alerts are the conditions that raise an alert. Not applied by this build: Check warns for
-// each alert a file sets.
+// Alerts are the conditions that raise an alert, evaluated inside afloat (package alerts): an
+// alert the file writes is on, with its absent keys at their defaults; one it leaves out is
+// off. Each fires once its condition has held for its For, and resolves once the condition
+// has stopped holding for as long again.
 type Alerts struct {
-	// FallbackShare fires when a task's share of calls not answered by tier 0 stays above
-	// Above for For.
+	// FallbackShare fires when a task's (or route's) share of calls not answered by tier 0,
+	// over Window, stays above Above for For.
 	FallbackShare Alert `yaml:"fallback_share"`
-	// PrimaryOpen fires when a tier-0 provider's breaker stays open for For.
+	// PrimaryOpen fires when a task's tier-0 provider's breaker stays open for For.
 	PrimaryOpen Alert `yaml:"primary_open"`
-	// ContractViolationRate fires when a task's share of contract violations stays above
-	// Above for For.
+	// ContractViolationRate fires when a provider's share of answers to a task that fail the
+	// contract, over Window, stays above Above for For while its breaker stays closed.
 	ContractViolationRate Alert `yaml:"contract_violation_rate"`
-	// ReviewSLA fires when a review item outlives its task's review SLA.
+	// ReviewSLA fires when more than Above review items of a task (0: any) have outlived its
+	// review_sla unanswered, for For.
 	ReviewSLA Alert `yaml:"review_sla"`
+	// Unusable fires when a provider's breaker opened on an unusable failure (bad key,
+	// exhausted quota), for For.
+	Unusable Alert `yaml:"unusable"`
+	// DrillStale fires when a drilled task's last passing drill is older than drill.max_age
+	// (or none passed), for For.
+	DrillStale Alert `yaml:"drill_stale"`
+	// EvaluateEvery is how often the alerts are evaluated. Absent means 5s.
+	EvaluateEvery time.Duration `yaml:"evaluate_every"`
 }
 
-// Alert is one alert's condition and where it is sent. A zero Alert is off.
+// Alert is one alert's condition and where it is sent.
 type Alert struct {
-	// Above is the threshold, a share in [0, 1]. Absent means 0 (off for share alerts).
+	// On is set by Load when the file writes the alert's key, even empty ({}): the alert is
+	// evaluated. An alert left out is off.
+	On bool `yaml:"-"`
+	// Above is the threshold: a share in [0, 1] for fallback_share and
+	// contract_violation_rate, a whole number of items for review_sla. The other alerts
+	// have none and take no above. Absent means 0.
 	Above float64 `yaml:"above"`
-	// For is how long the condition must hold. Absent means at once.
+	// For is how long the condition must hold before the alert fires, and how long it must
+	// have stopped holding before it resolves. Absent means at once.
 	For time.Duration `yaml:"for"`
-	// Webhook receives the alert. Absent means the alert is only a metric.
+	// Window is the sliding period fallback_share and contract_violation_rate count calls
+	// over (only they take it). Absent means 5m.
+	Window time.Duration `yaml:"window"`
+	// MinCalls is the fewest calls in Window for a rate alert's share to count (only
+	// fallback_share and contract_violation_rate take it). Absent means 20.
+	MinCalls int `yaml:"min_calls"`
+	// Webhook receives a JSON POST when the alert fires and when it resolves. Absent means
+	// the alert is logged, counted and listed in /admin/status only.
 	Webhook string `yaml:"webhook"`
+	// Secret signs each webhook body: X-Afloat-Signature: t=<unix>,v1=<hex HMAC-SHA256 over
+	// "<t>.<body>">. Absent sends it unsigned.
+	Secret afloat.Secret `yaml:"secret"`
 }
 
 // Drill configures unavailability drills.

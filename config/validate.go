@@ -161,6 +161,7 @@ func (v *validator) validate() {
 	v.tenants()
 	v.state()
 	v.openFeature()
+	v.telemetry()
 	v.review()
 	v.operators()
 	v.credentials()
@@ -754,24 +755,4 @@ func (v *validator) route(r *Route) {
 	v.inherit(reflect.ValueOf(&r.Reask).Elem(), reflect.ValueOf(v.f.Defaults.Reask), path+".reask")
 	v.reask(path+".reask", r.Reask)
 	v.rollout(path+".rollout_pct", &r.RolloutPct)
-}
-
-func (v *validator) alerts() {
-	a := &v.f.Alerts
-	for _, al := range []struct {
-		key   string
-		alert Alert
-	}{
-		{"fallback_share", a.FallbackShare},
-		{"primary_open", a.PrimaryOpen},
-		{"contract_violation_rate", a.ContractViolationRate},
-		{"review_sla", a.ReviewSLA},
-	} {
-		p := "alerts." + al.key
-		if al.alert.Above < 0 || al.alert.Above > 1 {
-			v.errorf(p+".above", "%v is outside [0, 1]", al.alert.Above)
-		}
-		v.nonNegative(p+".for", al.alert.For)
-		v.httpURL(p+".webhook", al.alert.Webhook)
-	}
 }

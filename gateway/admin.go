@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/afloat-dev/afloat/alerts"
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/flags"
 	"github.com/afloat-dev/afloat/latency"
@@ -79,6 +80,8 @@ type taskStatus struct {
 	Criticality   string   `json:"criticality"`
 	Policy        string   `json:"on_exhausted"`
 	FallbackShare float64  `json:"fallback_share"`
+	// Cost is what the task's calls cost over the last hour (cost.go).
+	Cost costStatus `json:"cost"`
 	// LastDrill is the task's last drill (afloat drill), null before one; DrillStale is set
 	// when its last passing drill is older than drill.max_age, or it was drilled and never
 	// passed.
@@ -89,6 +92,7 @@ type taskStatus struct {
 type routeStatus struct {
 	Criticality   string       `json:"criticality"`
 	FallbackShare float64      `json:"fallback_share"`
+	Cost          costStatus   `json:"cost"`
 	LastDrill     *state.Drill `json:"last_drill"`
 	DrillStale    bool         `json:"drill_stale"`
 }
@@ -138,7 +142,7 @@ func (g *Gateway) postDrill(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "state_unavailable", "the drill was not recorded: "+err.Error())
 		return
 	}
-	g.log.Info("drill recorded", "scope", d.Scope, "provider", d.Provider, "mode", d.Mode, "passed", d.Passed, "failed", d.Failed)
+	g.log.InfoContext(r.Context(), "drill recorded", "scope", d.Scope, "provider", d.Provider, "mode", d.Mode, "passed", d.Passed, "failed", d.Failed)
 	writeJSON(w, http.StatusOK, d)
 }
 
@@ -149,13 +153,13 @@ type statusDoc struct {
 	Flags        *flags.Document           `json:"flags"`
 	StateBackend map[string]any            `json:"state_backend"`
 	ReviewStore  map[string]any            `json:"review_store"`
-	Alerts       []any                     `json:"alerts"`
+	Alerts       []alerts.State            `json:"alerts"`
 }
 
 func (g *Gateway) status(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	e := g.cfg.Engine
-	doc := statusDoc{Providers: map[string]providerStatus{}, Tasks: map[string]taskStatus{}, Routes: map[string]routeStatus{}, Alerts: []any{}}
+	doc := statusDoc{Providers: map[string]providerStatus{}, Tasks: map[string]taskStatus{}, Routes: map[string]routeStatus{}, Alerts: g.firingAlerts()}
 	for _, name := range e.Providers() {
 		snap := e.Breaker(name).Snapshot(ctx)
 		ps := providerStatus{Breaker: snap.State.String(), InFlight: e.InFlight(name), Tasks: map[string]latencyState{}}
@@ -193,12 +197,12 @@ func (g *Gateway) status(w http.ResponseWriter, r *http.Request) {
 		drills = g.cfg.State.Drills()
 	}
 	for name, t := range g.cfg.Tasks {
-		ts := taskStatus{Inputs: t.Inputs(), Criticality: t.Criticality().String(), Policy: string(t.Policy()), FallbackShare: t.FallbackShare()}
+		ts := taskStatus{Inputs: t.Inputs(), Criticality: t.Criticality().String(), Policy: string(t.Policy()), FallbackShare: t.FallbackShare(), Cost: costOf(t.Spend())}
 		ts.LastDrill, ts.DrillStale = g.drillOf(drills["task:"+name])
 		doc.Tasks[name] = ts
 	}
 	for name, rt := range g.cfg.Routes {
-		rs := routeStatus{Criticality: rt.Criticality().String(), FallbackShare: rt.FallbackShare()}
+		rs := routeStatus{Criticality: rt.Criticality().String(), FallbackShare: rt.FallbackShare(), Cost: costOf(rt.Spend())}
 		rs.LastDrill, rs.DrillStale = g.drillOf(drills["route:"+name])
 		doc.Routes[name] = rs
 	}
@@ -288,7 +292,7 @@ func (g *Gateway) putFlags(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "flags_unavailable", "the flags cannot be written: "+err.Error())
 		return
 	}
-	g.log.Info("flags replaced", "kill", doc.Kill)
+	g.log.InfoContext(r.Context(), "flags replaced", "kill", doc.Kill)
 	d, err := g.cfg.Flags.Flags(r.Context())
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "flags_unavailable", "the flags cannot be read: "+err.Error())
@@ -358,7 +362,7 @@ func (g *Gateway) patchFlags(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "flags_unavailable", "the flags cannot be written: "+err.Error())
 		return
 	}
-	g.log.Info("flags patched", "patch", string(bytes.TrimSpace(patch)))
+	g.log.InfoContext(r.Context(), "flags patched", "patch", string(bytes.TrimSpace(patch)))
 	d, err := g.cfg.Flags.Flags(ctx)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "flags_unavailable", "the flags cannot be read: "+err.Error())
@@ -511,7 +515,7 @@ func (g *Gateway) putBreaker(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "breaker_not_forced", err.Error())
 		return
 	}
-	g.log.Info("breaker forced", "provider", name, "state", body.State)
+	g.log.InfoContext(r.Context(), "breaker forced", "provider", name, "state", body.State)
 	snap := br.Snapshot(r.Context())
 	writeJSON(w, http.StatusOK, map[string]any{"provider": name, "breaker": snap.State.String(), "since": snap.Since.UTC()})
 }
@@ -545,7 +549,7 @@ func (g *Gateway) putFault(w http.ResponseWriter, r *http.Request) {
 	if !g.setFault(w, r, name, f, flt) {
 		return
 	}
-	g.log.Warn("fault injected", "provider", name, "mode", string(flt.Mode), "ttl", flt.TTL.String())
+	g.log.WarnContext(r.Context(), "fault injected", "provider", name, "mode", string(flt.Mode), "ttl", flt.TTL.String())
 	writeJSON(w, http.StatusOK, map[string]any{"provider": name, "fault": viewFault(f)})
 }
 
@@ -576,6 +580,6 @@ func (g *Gateway) deleteFault(w http.ResponseWriter, r *http.Request) {
 	if !g.setFault(w, r, name, f, fault.Fault{}) {
 		return
 	}
-	g.log.Info("fault cleared", "provider", name)
+	g.log.InfoContext(r.Context(), "fault cleared", "provider", name)
 	writeJSON(w, http.StatusOK, map[string]any{"provider": name, "fault": nil})
 }

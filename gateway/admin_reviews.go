@@ -270,7 +270,7 @@ func (g *Gateway) claimReview(w http.ResponseWriter, r *http.Request) {
 		g.reviewError(w, r, id, err)
 		return
 	}
-	g.log.Info("review claimed", "review", id, "task", it.Task, "operator", op)
+	g.log.InfoContext(r.Context(), "review claimed", "review", id, "task", it.Task, "operator", op)
 	writeJSON(w, http.StatusOK, viewItem(it, true))
 }
 
@@ -322,7 +322,7 @@ func (g *Gateway) resolveReview(w http.ResponseWriter, r *http.Request) {
 		g.reviewError(w, r, id, err)
 		return
 	}
-	g.log.Info("review resolved", "review", id, "task", it.Task, "operator", op)
+	g.log.InfoContext(r.Context(), "review resolved", "review", id, "task", it.Task, "operator", op)
 	writeJSON(w, http.StatusOK, viewItem(it, true))
 }
 
@@ -348,7 +348,7 @@ func (g *Gateway) rejectReview(w http.ResponseWriter, r *http.Request) {
 		g.reviewError(w, r, id, err)
 		return
 	}
-	g.log.Info("review rejected", "review", id, "task", it.Task, "operator", op)
+	g.log.InfoContext(r.Context(), "review rejected", "review", id, "task", it.Task, "operator", op)
 	writeJSON(w, http.StatusOK, viewItem(it, true))
 }
 
@@ -380,7 +380,7 @@ func (g *Gateway) releaseReview(w http.ResponseWriter, r *http.Request) {
 		g.reviewError(w, r, id, err)
 		return
 	}
-	g.log.Info("review released", "review", id, "task", it.Task, "operator", op, "holder", holder)
+	g.log.InfoContext(r.Context(), "review released", "review", id, "task", it.Task, "operator", op, "holder", holder)
 	writeJSON(w, http.StatusOK, viewItem(it, true))
 }
 
@@ -405,7 +405,7 @@ func (g *Gateway) reviewError(w http.ResponseWriter, r *http.Request, id string,
 	case r.Context().Err() != nil:
 		// The caller left.
 	default:
-		g.log.Error("review store failed", "review", id, "err", err)
+		g.log.ErrorContext(r.Context(), "review store failed", "review", id, "err", err)
 		setRetryAfter(w, 5*time.Second)
 		writeError(w, http.StatusServiceUnavailable, "review_unavailable", "the review store cannot answer; retry later")
 	}

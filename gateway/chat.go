@@ -302,6 +302,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep, err := route.Complete(r.Context(), req)
+	noteReply(r.Context(), route.Name(), rep)
 	if rep != nil && rep.Degraded {
 		g.logDegraded(r, route.Name(), rep.Attempts)
 	}
@@ -309,6 +310,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setAfloatHeaders(w.Header(), rep.Source, rep.Provider, rep.Degraded)
+	setCost(w.Header(), rep.Response.Usage)
 	writeJSON(w, http.StatusOK, chatCompletion(cr.Model, rep, g.clock.Now()))
 }
 
@@ -355,7 +357,7 @@ func (g *Gateway) chatFailed(w http.ResponseWriter, r *http.Request, rep *cascad
 	case r.Context().Err() != nil:
 		// The client left.
 	default:
-		g.log.Error("route failed", "err", err)
+		g.log.ErrorContext(r.Context(), "route failed", "err", err)
 		writeChatError(w, http.StatusInternalServerError, "server_error", "internal", "the route failed", "")
 	}
 	return true
@@ -426,14 +428,19 @@ type choiceDelta struct {
 	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
 }
 
+// usageJSON is OpenAI's usage block with afloat's extension: the answer's cost from its
+// provider's price, and the price's currency (absent when it names none).
 type usageJSON struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	TotalTokens      int     `json:"total_tokens"`
+	Cost             float64 `json:"cost"`
+	Currency         string  `json:"currency,omitempty"`
 }
 
 func usageOf(u afloat.Usage) *usageJSON {
-	return &usageJSON{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+	return &usageJSON{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens,
+		Cost: u.Cost, Currency: u.Currency}
 }
 
 func newID() string {
@@ -537,6 +544,7 @@ func (g *Gateway) chatStream(w http.ResponseWriter, r *http.Request, cr *chatReq
 			h.Set("Cache-Control", "no-cache")
 			h.Set("X-Accel-Buffering", "no")
 			setAfloatHeaders(h, afloat.SourceModel, provider, tier > 0)
+			costTrailers(h)
 			w.WriteHeader(http.StatusOK)
 			started = true
 			empty := ""
@@ -562,6 +570,7 @@ func (g *Gateway) chatStream(w http.ResponseWriter, r *http.Request, cr *chatReq
 		return nil
 	}
 	rep, err := route.Stream(r.Context(), req, emit)
+	noteReply(r.Context(), route.Name(), rep)
 	if rep != nil && rep.Degraded {
 		g.logDegraded(r, route.Name(), rep.Attempts)
 	}
@@ -583,7 +592,7 @@ func (g *Gateway) chatStream(w http.ResponseWriter, r *http.Request, cr *chatReq
 			Message: "the provider stopped the answer under its content policy; the answer is incomplete"}})
 		return
 	case errors.As(err, &se):
-		g.log.Warn("stream cut after its first chunk", "route", cr.Model, "provider", se.Provider, "err", se.Err)
+		g.log.WarnContext(r.Context(), "stream cut after its first chunk", "route", cr.Model, "provider", se.Provider, "err", se.Err)
 		_ = write(map[string]apiError{"error": {Code: "stream_interrupted", Type: "afloat_stream_error",
 			Message: "the model's stream was cut before it finished; the answer is incomplete"}})
 		return
@@ -606,6 +615,7 @@ func (g *Gateway) chatStream(w http.ResponseWriter, r *http.Request, cr *chatReq
 			return
 		}
 	}
+	setCost(w.Header(), rep.Response.Usage) // sent as trailers, after the body
 	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
 	if flusher != nil {
 		flusher.Flush()

@@ -3,6 +3,10 @@
 // (POST /v1/chat/completions, streaming included), review status for callers, the admin API
 // (status, flags, breakers, faults), /metrics, /healthz and /readyz.
 //
+// Every request gets an id (X-Request-Id: the caller's when valid, else generated) that
+// its response, its task envelope and its log lines carry, and its W3C trace context is
+// continued by the calls' spans.
+//
 // It is the only place that maps errors to HTTP statuses. Build it from a configured
 // runtime and serve its Handler:
 //

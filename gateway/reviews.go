@@ -36,7 +36,7 @@ func (g *Gateway) reviewStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown_review", "no review "+id)
 		return
 	case err != nil:
-		g.log.Error("review store read failed", "err", err)
+		g.log.ErrorContext(r.Context(), "review store read failed", "err", err)
 		setRetryAfter(w, 5*time.Second)
 		writeError(w, http.StatusServiceUnavailable, "review_unavailable", "the review store cannot be read; retry later")
 		return

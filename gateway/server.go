@@ -19,6 +19,7 @@ import (
 	"github.com/afloat-dev/afloat/provider/fault"
 	"github.com/afloat-dev/afloat/review"
 	"github.com/afloat-dev/afloat/state"
+	"github.com/afloat-dev/afloat/telemetry"
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -91,6 +92,8 @@ type Config struct {
 	// DrillMaxAge is how old a task's last passing drill may be before /admin/status flags
 	// it (drill.max_age). 0 means 90 days.
 	DrillMaxAge time.Duration
+	// Alerts lists the alerts firing now in /admin/status ("alerts"); nil lists none.
+	Alerts Alerts
 	// Ready reports whether the gateway can take calls (beyond the state backend and the
 	// review store, which it checks itself); nil means always ready.
 	Ready func(ctx context.Context) error
@@ -154,6 +157,7 @@ func New(cfg Config) (*Gateway, error) {
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
+	g.log = slog.New(telemetry.LogHandler(g.log.Handler())) // request_id, trace_id on every line
 	for tenant, keys := range cfg.Tenants {
 		for _, k := range keys {
 			if k == "" {
@@ -212,7 +216,7 @@ func New(cfg Config) (*Gateway, error) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		requestError(w, r, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
-	g.handler = g.accessLog(g.recover(oneAuthorization(mux)))
+	g.handler = g.observe(g.accessLog(g.recover(oneAuthorization(mux))))
 	return g, nil
 }
 
@@ -358,8 +362,10 @@ func (s *statusWriter) Flush() {
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// accessLog writes one line per request: method, path, status, duration, tenant. Headers
-// and bodies are never logged, so no credential can reach the log.
+// accessLog writes one line per request: method, path, status, duration (took_ms), the
+// request_id (from the context, by telemetry.LogHandler) and, for a task or route call,
+// its task, source, degraded, reason, provider and the call's own latency_ms (see
+// callAttrs). Headers and bodies are never logged, so no credential can reach the log.
 func (g *Gateway) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -371,9 +377,10 @@ func (g *Gateway) accessLog(next http.Handler) http.Handler {
 		case g.cfg.AccessLog == "off", g.cfg.AccessLog == "errors" && sw.status < 400:
 			return
 		}
-		g.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		g.log.LogAttrs(r.Context(), slog.LevelInfo, "request", append([]slog.Attr{
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int("status", sw.status), slog.Float64("took_ms", float64(time.Since(start).Microseconds())/1000))
+			slog.Int("status", sw.status), slog.Float64("took_ms", float64(time.Since(start).Microseconds())/1000)},
+			callAttrs(r.Context())...)...)
 	})
 }
 

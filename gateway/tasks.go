@@ -197,6 +197,7 @@ func (g *Gateway) runTask(w http.ResponseWriter, r *http.Request, t *cascade.Tas
 		defer cancel()
 	}
 	res, err := t.RunJSON(ctx, afloat.Input(req.Input))
+	noteTask(ctx, t.Name(), &res)
 	var ie *cascade.InputError
 	switch {
 	case errors.As(err, &ie):
@@ -214,7 +215,7 @@ func (g *Gateway) runTask(w http.ResponseWriter, r *http.Request, t *cascade.Tas
 	case err != nil && r.Context().Err() != nil:
 		// The client left; nobody reads an answer.
 	case err != nil:
-		g.log.Error("task failed", "task", t.Name(), "err", err)
+		g.log.ErrorContext(ctx, "task failed", "task", t.Name(), "err", err)
 		writeError(w, http.StatusInternalServerError, "internal", "the task failed: "+err.Error())
 	case res.Source == afloat.SourceHuman:
 		g.logDegraded(r, t.Name(), res.Attempts)

@@ -11,12 +11,13 @@ import (
 // Metrics holds every afloat metric this build moves. Its collectors are safe for concurrent
 // use.
 //
-// Two metrics of shared/DESIGN.md §8 are not exported yet, since nothing in this build would
+// Three metrics of shared/DESIGN.md §8 are not exported yet, since nothing in this build would
 // move them and a series frozen at "all fine" misleads: afloat_review_sla_breaches_total (with
-// the review SLA watch that counts items outliving review_sla) and afloat_alerts_firing (with
-// the alert evaluation of the alerts: block). Each comes with the work that moves it.
-// afloat_state_backend_healthy and afloat_drill_age_seconds are registered apart, by
-// RegisterStateBackend and RegisterDrillAge.
+// the review SLA watch that counts items outliving review_sla), afloat_concurrency_limit (with
+// adaptive concurrency) and afloat_shed_total (with shedding). Each comes with the work that
+// moves it. afloat_state_backend_healthy, afloat_drill_age_seconds and afloat_alerts_firing
+// are registered apart, by RegisterStateBackend, RegisterDrillAge and NewAlertsFiring (when
+// the config turns an alert on).
 type Metrics struct {
 	Requests           *prometheus.CounterVec   // task, source, degraded, reason
 	Attempts           *prometheus.CounterVec   // task, provider, outcome
@@ -29,6 +30,7 @@ type Metrics struct {
 	Tokens             *prometheus.CounterVec   // provider, task
 	Cost               *prometheus.CounterVec   // provider, task
 	FallbackShare      *prometheus.GaugeVec     // task
+	SourceShare        *prometheus.GaugeVec     // task, source (ShareSources), over FallbackShare's window
 	ReviewQueueDepth   *prometheus.GaugeVec     // task
 	Normalize          *prometheus.CounterVec   // task, step
 	Retries            *prometheus.CounterVec   // task, provider
@@ -89,6 +91,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		Tokens:           counter("afloat_tokens_total", "Tokens used, input and output.", "provider", "task"),
 		Cost:             counter("afloat_cost_total", "Cost of the tokens used, in the provider's price currency.", "provider", "task"),
 		FallbackShare:    gauge("afloat_fallback_share", "Share of recent calls not answered by tier 0.", "task"),
+		SourceShare:      gauge("afloat_source_share", "Share of recent calls by where the answer came from (model: tier 0, model_degraded: a lower tier or a cut stream).", "task", "source"),
 		ReviewQueueDepth: gauge("afloat_review_queue_depth", "Items waiting for human review.", "task"),
 		Normalize:        counter("afloat_normalize_total", "Normalization steps that changed a model's answer.", "task", "step"),
 		Retries:          counter("afloat_retries_total", "Retries on the same provider after a transient failure.", "task", "provider"),
@@ -110,7 +113,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.Requests, m.Attempts, m.CircuitOpened, m.CircuitState,
 		m.ContractViolations, m.Reasks, m.ProviderLatency, m.ReadTimeout, m.Tokens, m.Cost,
-		m.FallbackShare, m.ReviewQueueDepth, m.Normalize, m.Retries, m.Refusals, m.WastedCost,
+		m.FallbackShare, m.SourceShare, m.ReviewQueueDepth, m.Normalize, m.Retries, m.Refusals, m.WastedCost,
 		m.StreamEventsSkipped, m.ReviewEnqueued, m.ReviewResolved,
 		m.ReviewRejected, m.ReviewPurged, m.ReviewOldestPending, m.ReviewStoreHealthy} {
 		if err := reg.Register(c); err != nil {
@@ -163,6 +166,9 @@ func (m *Metrics) InitTask(task string, providers, outcomes, reasons []string) {
 		m.Normalize.WithLabelValues(task, step)
 	}
 	m.FallbackShare.WithLabelValues(task)
+	for _, s := range ShareSources() {
+		m.SourceShare.WithLabelValues(task, s)
+	}
 	m.ReviewQueueDepth.WithLabelValues(task)
 	m.ReviewEnqueued.WithLabelValues(task)
 	m.ReviewResolved.WithLabelValues(task)

@@ -136,6 +136,9 @@ type demoOptions struct {
 	Progress io.Writer
 	// Live redraws a view with ANSI escapes every demoDrawEvery; false prints plain lines.
 	Live bool
+	// Done, when set, sees the runtime once the traffic is over, before it is closed (the
+	// example scrape of docs/metrics-example.txt reads its registry). nil means nothing.
+	Done func(*config.Runtime)
 }
 
 func (o demoOptions) validate() error {
@@ -240,6 +243,11 @@ type demoReport struct {
 	Providers        []providerReport
 	Tasks            []taskReport
 	Events           []demoEvent
+	// AlertRule describes the config's alert; Alerts are those firing now, AlertLog every
+	// firing of the run (see demo_alerts.go).
+	AlertRule string
+	Alerts    []demoAlert
+	AlertLog  []demoAlertSpan
 }
 
 // providerReport is a provider as last seen.
@@ -341,6 +349,8 @@ type demoRun struct {
 	full      map[string]bool
 	printed   int // events printed by the plain progress
 	wg        sync.WaitGroup
+	// alertSpans maps "alert/scope" to its last firing in rep.AlertLog.
+	alertSpans map[string]int
 
 	// triage and moderation are also in tasks, in the config's order.
 	triage, moderation *demoTask
@@ -369,12 +379,13 @@ func runDemo(ctx context.Context, opts demoOptions) (*demoReport, error) {
 		opts: opts, clock: opts.Clock, rt: rt,
 		slots: map[string]int{},
 		rng:   rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5eed)),
-		last:  map[string]breaker.Snapshot{}, full: map[string]bool{},
+		last:  map[string]breaker.Snapshot{}, full: map[string]bool{}, alertSpans: map[string]int{},
 		// Enough for every call of the longest budget at twice the rate.
 		pending: make(chan struct{}, max(16, int(math.Ceil(opts.Rate*3*2)))),
 		rep: demoReport{
 			Duration: opts.Duration, Rate: opts.Rate, Seed: opts.Seed, Recovery: opts.recovery(),
 			FaultAt: opts.Duration/4 + opts.interval()/2, ClearAt: opts.Duration*2/3 + opts.interval()/2,
+			AlertRule: alertRule(rt.File),
 		},
 	}
 	for _, p := range rt.File.Providers {
@@ -399,6 +410,9 @@ func runDemo(ctx context.Context, opts demoOptions) (*demoReport, error) {
 		}
 	}
 	d.run(ctx)
+	if opts.Done != nil {
+		opts.Done(rt)
+	}
 	return d.report(), nil
 }
 
@@ -454,6 +468,7 @@ func buildDemoIn(dir string, opts demoOptions) (*config.Runtime, error) {
 			p.MaxInFlight = emergency
 		}
 	}
+	scaleAlerts(f, opts)
 	rt, err := f.Build(config.BuildOptions{Clock: opts.Clock, Rand: lockedRand(opts.Seed)})
 	if err != nil {
 		return nil, fmt.Errorf("demo config: %w", err)
@@ -639,6 +654,7 @@ func (d *demoRun) poll(ctx context.Context) {
 			d.event(d.clock.Since(d.start), fmt.Sprintf("%s is full (%d in flight): %s", name, d.slots[name], next))
 		}
 	}
+	d.pollAlerts()
 }
 
 func (d *demoRun) breakerEvent(name string, prev, snap breaker.Snapshot) {
@@ -683,6 +699,7 @@ func (d *demoRun) report() *demoReport {
 	// it happened, which may be before an event seen earlier.
 	rep.Events = slices.Clone(d.rep.Events)
 	slices.SortStableFunc(rep.Events, func(a, b demoEvent) int { return cmp.Compare(a.At, b.At) })
+	rep.Alerts, rep.AlertLog = slices.Clone(d.rep.Alerts), slices.Clone(d.rep.AlertLog)
 	rep.InFlight = len(d.pending)
 	if !rep.Draining && rep.Elapsed == 0 {
 		rep.Elapsed = d.clock.Since(d.start)

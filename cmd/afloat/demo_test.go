@@ -62,6 +62,7 @@ func TestDemoOutage(t *testing.T) {
 		// Wide: a loaded CI machine may schedule a goroutine late, but never by a budget.
 		{"no call far past its budget", triage.MaxOverrun < 500*time.Millisecond && moderation.MaxOverrun < 500*time.Millisecond, [2]time.Duration{triage.MaxOverrun, moderation.MaxOverrun}},
 		{"every call started", rep.Shed == 0, rep.Shed},
+		{"fallback_share alert fired for triage during the outage", firedDuring(rep, "triage"), rep.AlertLog},
 		{"latency percentiles ordered", triage.P50 > 0 && triage.P50 <= triage.P95 && triage.P95 <= triage.P99 && triage.P99 <= triage.Max+triage.Max/50, [4]time.Duration{triage.P50, triage.P95, triage.P99, triage.Max}},
 		{"progress is plain text with the events", !strings.Contains(progress.String(), "\x1b") &&
 			strings.Contains(progress.String(), "fault injected") && strings.Contains(progress.String(), "primary breaker opened"), progress.String()},

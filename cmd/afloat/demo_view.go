@@ -169,6 +169,9 @@ func writeDemoLive(b *strings.Builder, rep *demoReport) {
 		row += fmt.Sprintf(" %7s", fmtDur(t.P95))
 		line("%s", row)
 	}
+	if rep.AlertRule != "" || len(rep.Alerts) > 0 {
+		line("%s", alertLine(rep))
+	}
 	line("")
 
 	rows := demoHeight - len(lines) - 1
@@ -341,6 +344,7 @@ func writeDemoSummary(w io.Writer, rep *demoReport) {
 			fmt.Fprintf(&b, "  first error: %s\n", t.FirstError)
 		}
 	}
+	writeAlertSummary(&b, rep)
 	if len(rep.Events) > 0 {
 		b.WriteString("\nevents:\n")
 		for _, ev := range rep.Events {

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/afloat-dev/afloat/alerts"
 	"github.com/afloat-dev/afloat/breaker"
 )
 
@@ -27,6 +28,8 @@ func goldenReport() *demoReport {
 	rep.Providers[0].Latency = append(rep.Providers[0].Latency,
 		taskLatency{Task: "moderation", P95: 1100 * time.Millisecond, Measured: true, ReadTimeout: 2400 * time.Millisecond})
 	rep.Providers[1].State, rep.Providers[1].Since = breaker.StateClosed, 0
+	rep.AlertRule = "fallback_share above 30% for 2.0s, over 4.0s with 5 calls at least"
+	rep.Alerts = []demoAlert{{Name: alerts.FallbackShare, Scope: "triage", Since: 18200 * time.Millisecond, Value: 0.62, Threshold: 0.3}}
 	rep.Events = []demoEvent{
 		{At: 15 * time.Second, Text: "fault injected: the primary answers 503 to every call", Pinned: true},
 		{At: 15120 * time.Millisecond, Text: "primary breaker opened: calls skip it at once (120ms after the fault)", Pinned: true},
@@ -66,7 +69,8 @@ func TestDemoLiveGolden(t *testing.T) {
 		}
 	}
 	plain := ansiEscape.ReplaceAllString(frame, "") + "\n"
-	for _, want := range []string{"fault injected", "primary breaker opened", "primary probe failed", "(2 earlier not shown)"} {
+	for _, want := range []string{"fault injected", "primary breaker opened", "primary probe failed", "(3 earlier not shown)",
+		"alerts   fallback_share triage 62% > 30% since 18.2s"} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("frame lacks %q", want)
 		}

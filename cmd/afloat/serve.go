@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -55,7 +54,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err // Load checked server.log_level
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := serveLogger(stderr, level)
 	addr := f.Server.Listen
 	if *listen != "" {
 		addr = *listen
@@ -79,7 +78,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	gw, err := gateway.New(gateway.Config{
 		Engine: rt.Engine, Tasks: rt.Tasks, Routes: rt.Routes, Faults: rt.Faults, Flags: rt.State, State: rt.State,
-		StateRequired: f.State.OnFailure == "fail", DrillMaxAge: f.Drill.MaxAge,
+		StateRequired: f.State.OnFailure == "fail", DrillMaxAge: f.Drill.MaxAge, Alerts: rt.Alerts,
 		Review: rt.Review, Tenants: tenants, Operators: operators, AdminToken: f.Server.AdminToken, MaxBody: int64(f.Server.MaxBody),
 		Gatherer: rt.Registry, Logger: log, AccessLog: f.Server.AccessLog,
 	})
@@ -134,7 +133,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		_ = srv.Close()
 	}
 	if cerr := rt.Close(); cerr != nil {
-		log.Error("closing the review store", "err", cerr)
+		log.Error("closing the runtime (trace exporter, state, review store)", "err", cerr)
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)

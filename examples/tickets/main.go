@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/cascade"
 	"github.com/afloat-dev/afloat/provider/openai"
 	"github.com/afloat-dev/afloat/provider/sim"
@@ -37,7 +38,7 @@ func run() error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	var pc cascade.ProviderConfig
 	if *upstream != "" {
-		c, err := openai.New(openai.Config{Name: "primary", BaseURL: *upstream, Model: *model, APIKey: os.Getenv("TICKETS_API_KEY")})
+		c, err := openai.New(openai.Config{Name: "primary", BaseURL: *upstream, Model: *model, APIKey: afloat.Secret(os.Getenv("TICKETS_API_KEY"))})
 		if err != nil {
 			return err
 		}

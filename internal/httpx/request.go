@@ -41,6 +41,7 @@ func NewJSONRequest(ctx context.Context, url string, payload []byte, stream bool
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	injectTrace(ctx, req.Header)
 	if stream {
 		req.Header.Set("Accept", "text/event-stream")
 	} else {
@@ -57,6 +58,7 @@ func NewGetRequest(ctx context.Context, url string) (*http.Request, error) {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
+	injectTrace(ctx, req.Header)
 	return req, nil
 }
 

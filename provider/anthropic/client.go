@@ -20,8 +20,8 @@ type Config struct {
 	// BaseURL is the API root; requests go to BaseURL + "/messages". "" means
 	// https://api.anthropic.com/v1.
 	BaseURL string
-	// APIKey is sent as "x-api-key"; required.
-	APIKey string
+	// APIKey is sent as "x-api-key"; required. It prints and logs as "[redacted]".
+	APIKey afloat.Secret
 	// Model is the model of every request that names none. "" requires each Request to set
 	// Model.
 	Model string
@@ -53,7 +53,7 @@ type Client struct {
 	name      string
 	endpoint  string
 	models    string // the models list, for Probe
-	apiKey    string
+	apiKey    afloat.Secret
 	model     string
 	maxTokens int
 	version   string
@@ -96,7 +96,7 @@ func New(cfg Config) (*Client, error) {
 	switch {
 	case cfg.APIKey == "":
 		return nil, fmt.Errorf("anthropic: %s: api key is required", c.name)
-	case httpx.HasControl(cfg.APIKey):
+	case httpx.HasControl(cfg.APIKey.Reveal()):
 		return nil, fmt.Errorf("anthropic: %s: api key holds a control character", c.name)
 	case httpx.HasControl(c.version):
 		return nil, fmt.Errorf("anthropic: %s: version holds a control character", c.name)
@@ -104,7 +104,7 @@ func New(cfg Config) (*Client, error) {
 	if c.headers, err = httpx.Headers(cfg.Headers); err != nil {
 		return nil, fmt.Errorf("anthropic: %s: %w", c.name, err)
 	}
-	c.secrets = httpx.Secrets(c.headers, c.apiKey)
+	c.secrets = httpx.Secrets(c.headers, c.apiKey.Reveal())
 	if c.http == nil {
 		c.http = httpx.NewClient(httpx.Timeouts{})
 	}
@@ -199,7 +199,7 @@ func (c *Client) send(ctx context.Context, payload []byte, stream bool) (*http.R
 
 // authorize sets the key, the version and the configured headers on a request.
 func (c *Client) authorize(hreq *http.Request) {
-	hreq.Header.Set("X-Api-Key", c.apiKey)
+	hreq.Header.Set("X-Api-Key", c.apiKey.Reveal())
 	hreq.Header.Set("Anthropic-Version", c.version)
 	for k, v := range c.headers {
 		hreq.Header.Set(k, v[0])

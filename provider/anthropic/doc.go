@@ -14,7 +14,7 @@
 //
 //	claude, err := anthropic.New(anthropic.Config{
 //		Name:   "claude",
-//		APIKey: os.Getenv("ANTHROPIC_API_KEY"),
+//		APIKey: afloat.Secret(os.Getenv("ANTHROPIC_API_KEY")), // prints as [redacted]
 //		Model:  "claude-sonnet-4-5",
 //	})
 //	if err != nil { ... }

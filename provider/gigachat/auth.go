@@ -125,7 +125,7 @@ func (t *tokens) fetch(ctx context.Context) (string, time.Time, error) {
 	hreq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	hreq.Header.Set("Accept", "application/json")
 	hreq.Header.Set("RqUID", newRqUID())
-	hreq.Header.Set("Authorization", "Basic "+c.authKey)
+	hreq.Header.Set("Authorization", "Basic "+c.authKey.Reveal())
 	resp, err := c.http.Do(hreq)
 	if err != nil {
 		pe := httpx.TransportError(c.name, err)

@@ -26,8 +26,9 @@ type Config struct {
 	// AuthURL is the OAuth token endpoint. "" means
 	// https://ngw.devices.sberbank.ru:9443/api/v2/oauth.
 	AuthURL string
-	// AuthKey is the authorization key, base64 of "client_id:client_secret"; required.
-	AuthKey string
+	// AuthKey is the authorization key, base64 of "client_id:client_secret"; required. It
+	// prints and logs as "[redacted]".
+	AuthKey afloat.Secret
 	// Scope is the API scope: GIGACHAT_API_PERS, GIGACHAT_API_B2B or GIGACHAT_API_CORP.
 	// "" means GIGACHAT_API_PERS.
 	Scope string
@@ -68,7 +69,7 @@ type Client struct {
 	name     string
 	endpoint string
 	models   string // the models list, for Probe
-	authKey  string
+	authKey  afloat.Secret
 	model    string
 	schemas  bool // StructuredOutput
 	http     *http.Client
@@ -112,7 +113,7 @@ func New(cfg Config) (*Client, error) {
 	switch {
 	case cfg.AuthKey == "":
 		return nil, fmt.Errorf("gigachat: %s: auth key is required", c.name)
-	case httpx.HasControl(cfg.AuthKey):
+	case httpx.HasControl(cfg.AuthKey.Reveal()):
 		return nil, fmt.Errorf("gigachat: %s: auth key holds a control character", c.name)
 	case httpx.HasControl(scope):
 		return nil, fmt.Errorf("gigachat: %s: scope holds a control character", c.name)

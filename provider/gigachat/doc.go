@@ -19,7 +19,7 @@
 //
 //	giga, err := gigachat.New(gigachat.Config{
 //		Name:    "gigachat-pro",
-//		AuthKey: os.Getenv("GIGACHAT_AUTH_KEY"),
+//		AuthKey: afloat.Secret(os.Getenv("GIGACHAT_AUTH_KEY")), // prints as [redacted]
 //		Scope:   "GIGACHAT_API_PERS",
 //		Model:   "GigaChat-Pro",
 //		HTTPClient: client, // httpx.NewTLSClient with the Russian root CA

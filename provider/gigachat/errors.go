@@ -31,5 +31,5 @@ func (c *Client) statusError(status int, h http.Header, body []byte) *afloat.Pro
 
 // quote prepares a provider's text for an error, without the key or the token.
 func (c *Client) quote(s string) string {
-	return httpx.Quote(s, maxQuote, c.authKey, c.tokens.current())
+	return httpx.Quote(s, maxQuote, c.authKey.Reveal(), c.tokens.current())
 }

@@ -20,8 +20,8 @@ type Config struct {
 	// https://api.openai.com/v1.
 	BaseURL string
 	// APIKey is sent as "Authorization: Bearer <key>". "" sends no Authorization header, for
-	// local servers.
-	APIKey string
+	// local servers. It prints and logs as "[redacted]".
+	APIKey afloat.Secret
 	// Model is the model of every request that names none. "" requires each Request to set
 	// Model.
 	Model string
@@ -49,7 +49,7 @@ type Client struct {
 	name     string
 	endpoint string
 	models   string // the models list, for Probe
-	apiKey   string
+	apiKey   afloat.Secret
 	secrets  []string // the key and the header values, cut out of every quoted text
 	model    string
 	dialect  string
@@ -86,13 +86,13 @@ func New(cfg Config) (*Client, error) {
 	if !knownDialect(c.dialect) {
 		return nil, fmt.Errorf("openai: %s: unknown dialect %q (want openai, vllm, llamacpp, ollama or yandex)", c.name, c.dialect)
 	}
-	if httpx.HasControl(cfg.APIKey) {
+	if httpx.HasControl(cfg.APIKey.Reveal()) {
 		return nil, fmt.Errorf("openai: %s: api key holds a control character", c.name)
 	}
 	if c.headers, err = httpx.Headers(cfg.Headers); err != nil {
 		return nil, fmt.Errorf("openai: %s: %w", c.name, err)
 	}
-	c.secrets = httpx.Secrets(c.headers, c.apiKey)
+	c.secrets = httpx.Secrets(c.headers, c.apiKey.Reveal())
 	if c.http == nil {
 		c.http = httpx.NewClient(httpx.Timeouts{})
 	}
@@ -184,7 +184,7 @@ func (c *Client) send(ctx context.Context, req *afloat.Request, stream bool) (*h
 // authorize sets the key and the configured headers on a request.
 func (c *Client) authorize(hreq *http.Request) {
 	if c.apiKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.apiKey)
+		hreq.Header.Set("Authorization", "Bearer "+c.apiKey.Reveal())
 	}
 	for k, v := range c.headers {
 		hreq.Header.Set(k, v[0])

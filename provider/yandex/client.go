@@ -22,11 +22,12 @@ type Config struct {
 	// ModelURI is the model of every request that names none
 	// ("gpt://<folder>/yandexgpt/latest"). "" requires each Request to set Model.
 	ModelURI string
-	// APIKey is a service account's API key, sent as "Authorization: Api-Key <key>".
-	APIKey string
+	// APIKey is a service account's API key, sent as "Authorization: Api-Key <key>". It
+	// prints and logs as "[redacted]", as IAMToken does.
+	APIKey afloat.Secret
 	// IAMToken is sent as "Authorization: Bearer <token>". It is used as given: a token
 	// lives 12 hours, and its refresh is the host's job.
-	IAMToken string
+	IAMToken afloat.Secret
 	// FolderID is sent as "x-folder-id" with an IAMToken (a user account's token needs
 	// it); "" sends none. It does not go with an APIKey.
 	FolderID string
@@ -49,8 +50,8 @@ type Client struct {
 	name     string
 	endpoint string
 	modelURI string
-	auth     string // the Authorization header
-	secret   string // the key or token, for redaction
+	auth     afloat.Secret // the Authorization header
+	secret   afloat.Secret // the key or token, for redaction
 	folderID string
 	http     *http.Client
 	clock    clockwork.Clock
@@ -84,7 +85,7 @@ func New(cfg Config) (*Client, error) {
 	default:
 		return nil, fmt.Errorf("yandex: %s: an api key or an iam token is required", c.name)
 	}
-	if httpx.HasControl(c.secret) || httpx.HasControl(cfg.FolderID) {
+	if httpx.HasControl(c.secret.Reveal()) || httpx.HasControl(cfg.FolderID) {
 		return nil, fmt.Errorf("yandex: %s: credentials hold a control character", c.name)
 	}
 	if c.http == nil {
@@ -159,7 +160,7 @@ func (c *Client) send(ctx context.Context, payload []byte) (*http.Response, erro
 	if err != nil {
 		return nil, httpx.ContractError(c.name, err)
 	}
-	hreq.Header.Set("Authorization", c.auth)
+	hreq.Header.Set("Authorization", c.auth.Reveal())
 	if c.folderID != "" {
 		hreq.Header.Set("X-Folder-Id", c.folderID)
 	}

@@ -19,7 +19,7 @@
 //	ygpt, err := yandex.New(yandex.Config{
 //		Name:     "yandexgpt",
 //		ModelURI: "gpt://" + folder + "/yandexgpt/latest",
-//		APIKey:   os.Getenv("YANDEX_API_KEY"),
+//		APIKey:   afloat.Secret(os.Getenv("YANDEX_API_KEY")), // prints as [redacted]
 //	})
 //	if err != nil { ... }
 //	resp, err := ygpt.Complete(ctx, &afloat.Request{

@@ -101,7 +101,7 @@ func (c *Client) statusError(status int, h http.Header, body []byte) *afloat.Pro
 
 // quote prepares a provider's text for an error, without the key or token. Yandex quotes a
 // bad key back ("Unknown api key '…'").
-func (c *Client) quote(s string) string { return httpx.Quote(s, maxQuote, c.secret) }
+func (c *Client) quote(s string) string { return httpx.Quote(s, maxQuote, c.secret.Reveal()) }
 
 // refusal is the Refused error of an alternative the content filter stopped. Yandex replaces
 // the answer's text with its own account of the refusal, which is kept as the cause.

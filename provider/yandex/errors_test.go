@@ -57,10 +57,10 @@ func TestEchoedKeyIsRedacted(t *testing.T) {
 			srv := fixture.NewServer(t)
 			c := newClient(t, srv.URL, tt.mod)
 			r := read(t, "err_401_unknown_key.http")
-			r.Body = []byte(strings.ReplaceAll(string(r.Body), "AQVNwrong-key-that-is-not-ours", c.secret))
+			r.Body = []byte(strings.ReplaceAll(string(r.Body), "AQVNwrong-key-that-is-not-ours", c.secret.Reveal()))
 			srv.Handle(completionPath, r)
 			_, err := c.Complete(t.Context(), hello)
-			if err == nil || strings.Contains(err.Error(), c.secret) || !strings.Contains(err.Error(), "Unknown api key '[redacted]'") {
+			if err == nil || strings.Contains(err.Error(), c.secret.Reveal()) || !strings.Contains(err.Error(), "Unknown api key '[redacted]'") {
 				t.Fatalf("err = %v, want the echoed credential redacted", err)
 			}
 		})
