@@ -35,6 +35,7 @@ import (
 	"github.com/afloat-dev/afloat/provider/sim"
 	"github.com/afloat-dev/afloat/provider/yandex"
 	"github.com/afloat-dev/afloat/review"
+	"github.com/afloat-dev/afloat/review/webhook"
 	"github.com/afloat-dev/afloat/state"
 	"github.com/afloat-dev/afloat/state/redisstate"
 	"github.com/afloat-dev/afloat/state/sqlitestate"
@@ -56,8 +57,9 @@ type BuildOptions struct {
 	// math/rand/v2's global source; the demo passes a seeded one so that --seed reproduces.
 	Rand func() float64
 	// Review is the review store to use instead of the file's (tests, the demo); its host
-	// closes it. nil makes Build open the file's store: SQLite at review.sqlite.path, with
-	// review.claim_ttl and review.retention, closed by Runtime.Close.
+	// closes it. nil makes Build open the file's store: SQLite at review.sqlite.path or
+	// PostgreSQL at review.postgres.url (review.store), with review.claim_ttl and
+	// review.retention, closed by Runtime.Close.
 	Review review.Store
 	// TracerProvider takes the engine's spans instead of the file's telemetry.otlp (tests,
 	// a host with its own tracing); its host shuts it down. nil makes Build export to
@@ -88,8 +90,8 @@ type Runtime struct {
 	// State keeps Flags and the Faults in the state backend (shared/DESIGN.md §4): the
 	// admin API writes flags and faults through it.
 	State *state.State
-	// Review is the review queue: BuildOptions.Review, or the file's store (SQLite) that
-	// Build opened and Close closes.
+	// Review is the review queue: BuildOptions.Review, or the file's store (SQLite or
+	// PostgreSQL) that Build opened and Close closes.
 	Review review.Store
 	// Registry is the registry the metrics went to when BuildOptions.Registerer was nil;
 	// nil otherwise.
@@ -100,6 +102,9 @@ type Runtime struct {
 	// Alerts evaluates the alerts the file turns on (alerts:); nil when it turns none on.
 	// Build starts it and Close stops it.
 	Alerts *alerts.Evaluator
+	// Webhook delivers the review answers to review.webhook.url; nil without one. Build
+	// starts it (not Check) and Close stops it. Wake it after an answer to deliver at once.
+	Webhook *webhook.Sender
 
 	// ownsReview: Build opened Review, and Close closes it.
 	ownsReview bool
@@ -239,6 +244,8 @@ func (f *File) build(opts BuildOptions) *builder {
 	}
 	b.state(opts)
 	b.alerts(opts)
+	b.reviewWebhook(opts)
+	b.reviewSLA(opts)
 	return b
 }
 
@@ -311,15 +318,17 @@ func (b *builder) redisState(opts BuildOptions) {
 
 // state makes the flags and faults durable: in Redis, in the SQLite file of the review
 // queue (state.backend local, when Build opened that file), or in memory for a host that
-// gave its own review store or a Check.
+// gave its own review store, a review store in PostgreSQL (a fleet shares its flags through
+// state.backend redis) or a Check.
 func (b *builder) state(opts BuildOptions) {
 	rt := b.rt
 	var store state.Store = state.NewMemory()
 	kind := b.f.State.Backend
+	_, sqliteReview := rt.Review.(*review.SQLite)
 	switch {
 	case rt.redis != nil:
 		store = rt.redis
-	case kind == "local" && rt.ownsReview:
+	case kind == "local" && rt.ownsReview && sqliteReview:
 		s, err := sqlitestate.OpenSQLite(b.f.Review.SQLite.Path)
 		if err != nil {
 			b.errorf("review.sqlite.path", "flags and faults: %v", err)
@@ -696,7 +705,8 @@ func (b *builder) reviewStore(opts BuildOptions) review.Store {
 		return opts.Review
 	}
 	r := b.f.Review
-	ro := review.Options{Clock: b.clock, ClaimTTL: r.ClaimTTL, Retention: r.Retention, Metrics: b.rt.Metrics, Logger: b.log}
+	ro := review.Options{Clock: b.clock, ClaimTTL: r.ClaimTTL, Retention: r.Retention, Metrics: b.rt.Metrics, Logger: b.log,
+		Outbox: r.Webhook.URL != ""}
 	if !opts.openReview {
 		return review.NewMemoryWith(ro)
 	}
@@ -711,8 +721,19 @@ func (b *builder) reviewStore(opts BuildOptions) review.Store {
 		b.log.Info("review store open", "store", "sqlite", "path", r.SQLite.Path,
 			"claim_ttl", r.ClaimTTL.String(), "retention", r.Retention.String())
 		return s
+	case "postgres":
+		ro.MaxPending = r.Postgres.MaxPending
+		s, err := review.OpenPostgres(context.Background(), r.Postgres.URL, ro)
+		if err != nil {
+			b.errorf("review.postgres.url", "%v", err)
+			break
+		}
+		b.rt.ownsReview = true
+		b.log.Info("review store open", "store", "postgres", "database", s.Database(), "max_pending", r.Postgres.MaxPending,
+			"claim_ttl", r.ClaimTTL.String(), "retention", r.Retention.String())
+		return s
 	default:
-		b.errorf("review.store", "%s is not available in this build: use sqlite", r.Store)
+		b.errorf("review.store", "unknown store %q", r.Store)
 	}
 	return review.NewMemoryWith(ro)
 }
@@ -724,7 +745,8 @@ func (rt *Runtime) Close() error {
 	if rt == nil {
 		return nil
 	}
-	rt.Alerts.Close() // first: it reads the engine, the review store and the state
+	rt.Alerts.Close()     // first: it reads the engine, the review store and the state
+	rt.closeReviewWatch() // before the review store closes
 	if rt.Engine != nil {
 		_ = rt.Engine.Close() // never fails; it waits for running probes to return
 	}

@@ -330,9 +330,9 @@ func TestBuildErrors(t *testing.T) {
 			keyLine: "primary: {type: sim, latency",
 		},
 		{
-			name:   "postgres review store",
-			config: "review: {store: postgres, postgres: {url: \"postgres://127.0.0.1/afloat\"}}\n" + minimal,
-			path:   "review.store", msg: "postgres is not available in this build",
+			name:   "postgres review store that cannot be reached",
+			config: "review: {store: postgres, postgres: {url: \"postgres://afloat@127.0.0.1:1/afloat?sslmode=disable\"}}\n" + minimal,
+			path:   "review.postgres.url", msg: "open postgres afloat@127.0.0.1:1/afloat",
 			keyLine: "review: {store: postgres",
 		},
 		{

@@ -129,9 +129,6 @@ func check(data []byte, dir string, env func(string) (string, bool), offline boo
 	}
 	b := f.build(BuildOptions{})
 	errs = append(errs, b.errs...)
-	if f.Review.Store == "postgres" {
-		errs = append(errs, &Error{Path: "review.store", Line: f.Line("review.store"), Msg: "postgres is not available in this build: use sqlite"})
-	}
 	if host, _, err := net.SplitHostPort(f.Server.Listen); err == nil && len(f.Tenants) == 0 && !Loopback(host) {
 		errs = append(errs, &Error{Path: "server.listen", Line: f.Line("server.listen"),
 			Msg: fmt.Sprintf("%s is not a loopback address and there are no tenants: open access is served on loopback only (serve refuses it)", f.Server.Listen)})
@@ -196,6 +193,11 @@ func warnings(f *File) []string {
 	if f.legacyMemory {
 		warn("state.backend", "memory is now called local (flags and faults persist in the SQLite file beside the review queue)")
 	}
+	if f.Review.Store == "postgres" && f.State.Backend == "local" {
+		warn("review.store", "postgres holds the review queue of the fleet, but state.backend local keeps each gateway's flags and faults in its memory, lost on restart: use state.backend redis to share them")
+	} else if f.Review.Store != "postgres" && f.Line("review.postgres") > 0 {
+		warn("review.postgres", "is not used: review.store is %s", f.Review.Store)
+	}
 	for _, p := range unapplied(f) {
 		if f.Line(p) > 0 {
 			warn(p, "is not applied by this build")
@@ -211,10 +213,7 @@ func warnings(f *File) []string {
 
 // unappliedKeys are keys Load accepts and this build does not apply yet, besides the guards'
 // below. Each leaves this list with the work that applies it.
-var unappliedKeys = []string{
-	"review.postgres", // the postgres review store (review.store postgres is an error)
-	"review.webhook",  // review webhooks
-}
+var unappliedKeys = []string{}
 
 // unappliedGuards are keys of a provider's guards, under defaults and under each provider,
 // that this build does not apply yet.

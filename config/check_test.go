@@ -128,6 +128,16 @@ func TestCheckWarnings(t *testing.T) {
 			config: strings.Replace(minimal, "primary: {type: sim}", "primary: {type: sim, timeouts: {write: 2s}}", 1),
 			want:   "providers.primary.timeouts.write: is not applied by this build",
 		},
+		{
+			name:   "postgres settings of a sqlite store",
+			config: "review:\n  store: sqlite\n  postgres: {url: \"postgres://localhost/afloat\"}\n" + minimal,
+			want:   "line 3: review.postgres: is not used: review.store is sqlite",
+		},
+		{
+			name:   "postgres review store with local flags",
+			config: "review: {store: postgres, postgres: {url: \"postgres://localhost/afloat\"}}\n" + minimal,
+			want:   "line 1: review.store: postgres holds the review queue of the fleet, but state.backend local keeps each gateway's flags",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,8 +167,6 @@ func TestCheckUnappliedKeys(t *testing.T) {
 		snippet string // prepended to minimal, with "# here" on the key's line
 		path    string
 	}{
-		{"review.postgres", "review:\n  store: sqlite\n  postgres: {url: \"postgres://localhost/afloat\"}  # here\n", "review.postgres"},
-		{"review.webhook", "review:\n  webhook: {url: \"https://hooks.example/review\", secret: s3cret}  # here\n", "review.webhook"},
 		{"defaults.timeouts.pool", "defaults:\n  timeouts:\n    pool: 50ms  # here\n", "defaults.timeouts.pool"},
 		{"providers.primary.timeouts.write", "", "providers.primary.timeouts.write"},
 	}
@@ -201,7 +209,8 @@ func TestCheckUnappliedKeys(t *testing.T) {
 		// The applied neighbours of those keys.
 		config := `state: {backend: local, on_failure: local, redis: {url: "redis://127.0.0.1:6379/0", timeout: 50ms}}
 drill: {max_age: 720h}
-review: {store: sqlite, sqlite: {path: queue.db}, claim_ttl: 15m, retention: 720h}
+review: {store: sqlite, sqlite: {path: queue.db}, claim_ttl: 15m, retention: 720h,
+  webhook: {url: "https://hooks.example/review", secret: whsec-5e1b9c3f7a2d8e46}}
 alerts:
   evaluate_every: 10s
   fallback_share: {above: 0.3, for: 10m, window: 5m, min_calls: 20}

@@ -22,6 +22,6 @@
 //
 // Check is `afloat check`: Load and Build, plus every template rendered with a sample input,
 // returning every error and the warnings (a single-tier cascade, unused rules, and each key
-// that Load accepts but this build does not apply yet: review.webhook, flags.openfeature,
-// review.postgres, and the write and pool timeouts of a provider's guards).
+// that Load accepts but this build does not apply yet: the write and pool timeouts of a
+// provider's guards).
 package config

@@ -145,8 +145,9 @@ type Review struct {
 	ClaimTTL time.Duration `yaml:"claim_ttl"`
 	// Retention is how long resolved and rejected items are kept. Absent means forever.
 	Retention time.Duration `yaml:"retention"`
-	// Webhook is told when an item is resolved or rejected. Absent means no webhook.
-	// Not applied by this build: Check warns when a file sets it.
+	// Webhook is told when an item is resolved or rejected (package review/webhook): a
+	// signed POST of the answer, retried, recorded in the store. Absent means no webhook:
+	// callers poll GET /v1/reviews/{id}.
 	Webhook Webhook `yaml:"webhook"`
 }
 
@@ -159,16 +160,25 @@ type SQLite struct {
 
 // Postgres is the review store of a fleet.
 type Postgres struct {
-	// URL is the database; required when Review.Store is postgres.
+	// URL is the database ("postgres://user:${PGPASSWORD}@db:5432/afloat?search_path=afloat",
+	// or a key=value DSN); required when Review.Store is postgres. The tables go in the first
+	// schema of its search_path.
 	URL string `yaml:"url"`
+	// MaxPending caps the items not answered yet (pending or claimed), across every gateway
+	// of the database: a critical call beyond it answers 503, never a default. Absent or 0
+	// means no cap.
+	MaxPending int `yaml:"max_pending"`
 }
 
 // Webhook is an HTTP endpoint told of events.
 type Webhook struct {
-	// URL receives a POST per event; empty means no webhook.
+	// URL receives a POST per event, http or https; empty means no webhook. It never
+	// reaches a log line (it often holds a token).
 	URL string `yaml:"url"`
-	// Secret signs each body; empty means unsigned.
-	Secret string `yaml:"secret"`
+	// Secret signs each body: X-Afloat-Signature: t=<unix>,v1=<hex HMAC-SHA256 over
+	// "<t>.<body>">. Required with a URL: at least MinTokenLen bytes, distinct from every
+	// other credential.
+	Secret afloat.Secret `yaml:"secret"`
 }
 
 // Operator is a person who answers review items.

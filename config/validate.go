@@ -14,6 +14,7 @@ import (
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/cascade"
+	"github.com/afloat-dev/afloat/review"
 )
 
 // Provider types of shared/DESIGN.md §1.
@@ -273,11 +274,11 @@ func (v *validator) tenants() {
 const MinTokenLen = 16
 
 // credentials checks the gateway's credentials together: the admin token, each operator's
-// token and each tenant's keys. No two may be equal, since the gateway would take one for
-// the other (a tenant key equal to the admin token makes its bearer the admin), and no one
-// may start or end with white space, which the gateway trims from the header it compares.
-// The admin and operator tokens must hold at least MinTokenLen bytes. The errors never
-// quote a credential.
+// token, the review webhook's secret and each tenant's keys. No two may be equal, since the
+// gateway would take one for the other (a tenant key equal to the admin token makes its
+// bearer the admin), and no one may start or end with white space, which the gateway trims
+// from the header it compares. The admin and operator tokens and the webhook secret must
+// hold at least MinTokenLen bytes. The errors never quote a credential.
 func (v *validator) credentials() {
 	owner := map[string]string{}
 	add := func(path, what, secret string) {
@@ -304,6 +305,8 @@ func (v *validator) credentials() {
 	for _, o := range v.f.Operators {
 		token("operators."+o.Name+".token", "operator "+o.Name+"'s token", o.Token)
 	}
+	// A webhook secret equal to a token would hand that token to the receiver's operators.
+	token("review.webhook.secret", "the review webhook's secret (review.webhook.secret)", v.f.Review.Webhook.Secret.Reveal())
 	for _, t := range v.f.Tenants {
 		for i, k := range t.Keys {
 			add(fmt.Sprintf("tenants.%s.keys[%d]", t.Name, i), "a key of tenant "+t.Name, k)
@@ -385,11 +388,19 @@ func (v *validator) review() {
 		r.Store = "sqlite"
 	case "sqlite":
 	case "postgres":
-		if r.Postgres.URL == "" {
+		switch {
+		case r.Postgres.URL == "":
 			v.errorAt("review.postgres.url", v.line("review.store"), "required with review.store postgres")
+		case !strings.Contains(r.Postgres.URL, Placeholder): // an offline check's unset variable
+			if err := review.CheckPostgresURL(r.Postgres.URL); err != nil {
+				v.errorf("review.postgres.url", "%v", err)
+			}
 		}
 	default:
 		v.errorf("review.store", "unknown store %q (want sqlite or postgres)", r.Store)
+	}
+	if r.Postgres.MaxPending < 0 {
+		v.errorf("review.postgres.max_pending", "must not be negative, not %d", r.Postgres.MaxPending)
 	}
 	if r.SQLite.Path == "" {
 		if v.written("review.sqlite.path") {
@@ -406,6 +417,10 @@ func (v *validator) review() {
 	v.nonNegative("review.retention", r.Retention)
 	if r.Webhook.Secret != "" && r.Webhook.URL == "" {
 		v.errorf("review.webhook.url", "required when review.webhook.secret is set")
+	}
+	if r.Webhook.URL != "" && r.Webhook.Secret == "" {
+		// An unsigned answer could be forged by anyone who finds the receiver.
+		v.errorAt("review.webhook.secret", v.line("review.webhook"), "required with review.webhook.url: the receiver checks each POST's signature with it")
 	}
 	v.httpURL("review.webhook.url", r.Webhook.URL)
 }

@@ -157,7 +157,11 @@ type statusDoc struct {
 }
 
 func (g *Gateway) status(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+	writeJSON(w, http.StatusOK, g.statusOf(r.Context()))
+}
+
+// statusOf builds the /admin/status document, which the console's overview shows too.
+func (g *Gateway) statusOf(ctx context.Context) statusDoc {
 	e := g.cfg.Engine
 	doc := statusDoc{Providers: map[string]providerStatus{}, Tasks: map[string]taskStatus{}, Routes: map[string]routeStatus{}, Alerts: g.firingAlerts()}
 	for _, name := range e.Providers() {
@@ -214,7 +218,7 @@ func (g *Gateway) status(w http.ResponseWriter, r *http.Request) {
 	}
 	doc.StateBackend = g.stateStatus()
 	doc.ReviewStore = g.reviewStoreStatus(ctx)
-	writeJSON(w, http.StatusOK, doc)
+	return doc
 }
 
 // fullFlags returns the document with every known task and route present and every

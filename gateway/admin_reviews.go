@@ -180,12 +180,17 @@ type reviewItem struct {
 	Input          json.RawMessage  `json:"input,omitempty"`
 	Attempts       []afloat.Attempt `json:"attempts,omitempty"`
 	PromptVersions []string         `json:"prompt_versions,omitempty"`
+	// Overdue: not answered, and queued longer ago than its task's review_sla (Gateway.view).
+	Overdue bool `json:"overdue"`
+	// Delivery is the answer's webhook (review_delivery.go); null when there is none.
+	Delivery *deliveryView `json:"delivery"`
 }
 
 func viewItem(it *review.Item, full bool) reviewItem {
 	v := reviewItem{ID: it.ID, Task: it.Task, Tenant: it.Tenant, Status: it.Status, CreatedAt: it.CreatedAt.UTC(),
 		Operator: strPtr(it.Operator), ClaimedAt: timePtr(it.ClaimedAt), ClaimExpiresAt: timePtr(it.ClaimExpiresAt),
-		ResolvedAt: timePtr(it.ResolvedAt), Result: json.RawMessage("null"), Reason: strPtr(it.Reason)}
+		ResolvedAt: timePtr(it.ResolvedAt), Result: json.RawMessage("null"), Reason: strPtr(it.Reason),
+		Delivery: viewDelivery(it.Delivery)}
 	if len(it.Result) > 0 {
 		v.Result = it.Result
 	}
@@ -247,7 +252,7 @@ func (g *Gateway) listReviews(w http.ResponseWriter, r *http.Request) {
 	}
 	out := reviewList{Items: make([]reviewItem, 0, len(page.Items)), NextCursor: strPtr(page.Next)}
 	for _, it := range page.Items {
-		out.Items = append(out.Items, viewItem(it, false))
+		out.Items = append(out.Items, g.view(it, false))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -259,7 +264,7 @@ func (g *Gateway) showReview(w http.ResponseWriter, r *http.Request) {
 		g.reviewError(w, r, id, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewItem(it, true))
+	writeJSON(w, http.StatusOK, g.view(it, true))
 }
 
 func (g *Gateway) claimReview(w http.ResponseWriter, r *http.Request) {
@@ -271,7 +276,7 @@ func (g *Gateway) claimReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.log.InfoContext(r.Context(), "review claimed", "review", id, "task", it.Task, "operator", op)
-	writeJSON(w, http.StatusOK, viewItem(it, true))
+	writeJSON(w, http.StatusOK, g.view(it, true))
 }
 
 func (g *Gateway) resolveReview(w http.ResponseWriter, r *http.Request) {
@@ -323,6 +328,7 @@ func (g *Gateway) resolveReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.log.InfoContext(r.Context(), "review resolved", "review", id, "task", it.Task, "operator", op)
+	g.reviewAnswered(it)
 	writeJSON(w, http.StatusOK, viewItem(it, true))
 }
 
@@ -349,6 +355,7 @@ func (g *Gateway) rejectReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.log.InfoContext(r.Context(), "review rejected", "review", id, "task", it.Task, "operator", op)
+	g.reviewAnswered(it)
 	writeJSON(w, http.StatusOK, viewItem(it, true))
 }
 
@@ -381,7 +388,7 @@ func (g *Gateway) releaseReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.log.InfoContext(r.Context(), "review released", "review", id, "task", it.Task, "operator", op, "holder", holder)
-	writeJSON(w, http.StatusOK, viewItem(it, true))
+	writeJSON(w, http.StatusOK, g.view(it, true))
 }
 
 // detailedError is an error with the lines that explain it (a schema's validation errors).

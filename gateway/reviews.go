@@ -22,6 +22,9 @@ type reviewView struct {
 	Reason string `json:"reason,omitempty"`
 	// ResolvedAt is when the item was resolved or rejected; absent before.
 	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
+	// Delivery is where the answer's webhook stands (review.webhook); absent when there is
+	// none.
+	Delivery *deliveryView `json:"delivery,omitempty"`
 }
 
 func (g *Gateway) reviewStatus(w http.ResponseWriter, r *http.Request) {
@@ -42,7 +45,7 @@ func (g *Gateway) reviewStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := reviewView{ID: it.ID, Task: it.Task, Status: it.Status, CreatedAt: it.CreatedAt.UTC(), Result: json.RawMessage("null"),
-		ResolvedAt: timePtr(it.ResolvedAt)}
+		ResolvedAt: timePtr(it.ResolvedAt), Delivery: viewDelivery(it.Delivery)}
 	if it.Status == review.StatusResolved && len(it.Result) > 0 {
 		v.Result = it.Result
 	}

@@ -63,6 +63,10 @@ type Config struct {
 	// (/admin/reviews); its health counts in /readyz and /admin/status. nil answers 404
 	// there.
 	Review review.Store
+	// ReviewAnswered is called with each item an operator resolved or rejected through the
+	// review API, once committed (the review webhook's Wake: its delivery goes out at once).
+	// nil calls nothing.
+	ReviewAnswered func(*review.Item)
 	// Operators maps an operator's name to their bearer token (operators.<name>.token). An
 	// operator's token opens the review API only, acting as that name; the admin token opens
 	// it too, acting for the operator named in the X-Afloat-Operator header, or as
@@ -194,6 +198,7 @@ func New(cfg Config) (*Gateway, error) {
 	mux.Handle("DELETE /admin/faults/{provider}", g.admin(http.HandlerFunc(g.deleteFault)))
 	mux.Handle("POST /admin/drills", g.admin(http.HandlerFunc(g.postDrill)))
 	g.routeReviews(mux)
+	g.routeConsole(mux) // GET /ui/ (console.go) and GET /admin/audit
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

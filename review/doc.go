@@ -11,7 +11,12 @@
 //	it, err := q.Claim(ctx, id, "alice")            // *ConflictError if bob holds it
 //	it, err = q.Resolve(ctx, id, "alice", answer)   // GET /v1/reviews/{id} now shows it
 //
-// SQLite is the durable default (WAL, synced commits, schema migrated at open); Memory keeps
-// items in process for tests and demos. Both apply the same state machine (state.go) and
-// are safe for concurrent use.
+// SQLite is the durable default (WAL, synced commits, schema migrated at open); Postgres is
+// the store a fleet of gateways shares (OpenPostgres, claims held across gateways); Memory
+// keeps items in process for tests and demos. All apply the same state machine (state.go)
+// and are safe for concurrent use.
+//
+// With Options.Outbox a store keeps each answer's webhook delivery (outbox.go), which
+// package review/webhook works through DueDeliveries and RecordDelivery. SLAWatch counts the
+// items that outlive their task's review SLA unanswered (sla.go).
 package review

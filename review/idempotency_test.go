@@ -87,6 +87,10 @@ func TestSQLiteMigratesKeysOfVersion1(t *testing.T) {
 	s := openSQLite(t, path, Options{})
 	// Roll the file back to version 1 and write an item the way version 1 did.
 	for _, q := range []string{
+		`DROP INDEX items_due_deliveries`, `ALTER TABLE items DROP COLUMN delivery_state`,
+		`ALTER TABLE items DROP COLUMN delivery_attempts`, `ALTER TABLE items DROP COLUMN delivery_last_ns`,
+		`ALTER TABLE items DROP COLUMN delivery_last_status`, `ALTER TABLE items DROP COLUMN delivery_last_error`,
+		`ALTER TABLE items DROP COLUMN delivery_next_ns`,
 		`DROP TRIGGER items_depth_insert`, `DROP TRIGGER items_depth_update`, `DROP TRIGGER items_depth_delete`,
 		`DROP TABLE task_depth`, `ALTER TABLE items DROP COLUMN input_hash`, `PRAGMA user_version = 1`,
 		`INSERT INTO items (id, task, tenant, idem_key, input, attempts, prompt_versions, status, created_ns)

@@ -70,6 +70,7 @@ func (m *Memory) Enqueue(ctx context.Context, item *Item) (string, error) {
 	}
 	cp.ID, cp.Status, cp.CreatedAt = NewID(now), StatusPending, now
 	cp.Operator, cp.ClaimedAt, cp.ClaimExpiresAt, cp.ResolvedAt, cp.Result, cp.Reason = "", time.Time{}, time.Time{}, time.Time{}, nil, ""
+	cp.Delivery = Delivery{}
 	if len(cp.Input) == 0 {
 		cp.Input = json.RawMessage("null")
 	}
@@ -155,12 +156,12 @@ func (m *Memory) Claim(_ context.Context, id, operator string) (*Item, error) {
 
 // Resolve answers the item with result.
 func (m *Memory) Resolve(_ context.Context, id, operator string, result json.RawMessage) (*Item, error) {
-	return m.change(id, func(it *Item, now time.Time) error { return it.resolve(operator, result, now) })
+	return m.change(id, m.opts.answering(func(it *Item, now time.Time) error { return it.resolve(operator, result, now) }))
 }
 
 // Reject closes the item for reason.
 func (m *Memory) Reject(_ context.Context, id, operator, reason string) (*Item, error) {
-	return m.change(id, func(it *Item, now time.Time) error { return it.reject(operator, reason, now) })
+	return m.change(id, m.opts.answering(func(it *Item, now time.Time) error { return it.reject(operator, reason, now) }))
 }
 
 // Release gives back operator's claim.

@@ -66,6 +66,39 @@ type Item struct {
 	Result json.RawMessage
 	// Reason is the operator's reason once rejected.
 	Reason string
+	// Delivery is the state of the caller's webhook for this item's answer (review.webhook);
+	// the zero Delivery when the store has no outbox (Options.Outbox) or the item is not
+	// answered yet.
+	Delivery Delivery
+}
+
+// DeliveryState is where the webhook of an answered item stands.
+type DeliveryState string
+
+const (
+	// DeliveryNone: no webhook is due (no outbox, or not answered yet).
+	DeliveryNone DeliveryState = ""
+	// DeliveryPending: the answer waits to be delivered, at NextAt.
+	DeliveryPending DeliveryState = "pending"
+	// DeliveryDelivered: the caller's URL took it (2xx).
+	DeliveryDelivered DeliveryState = "delivered"
+	// DeliveryFailed: every attempt failed; no more are made.
+	DeliveryFailed DeliveryState = "failed"
+)
+
+// Delivery is the webhook outbox's record of one answered item. With Options.Outbox, Resolve
+// and Reject set it to pending, due at once, in the same commit as the answer: a delivery
+// survives a restart.
+type Delivery struct {
+	State DeliveryState
+	// Attempts counts the POSTs made; LastAttempt is when the last was made, LastStatus its
+	// HTTP status (0: no answer) and LastError what went wrong ("" after a success).
+	Attempts    int
+	LastAttempt time.Time
+	LastStatus  int
+	LastError   string
+	// NextAt is when a pending delivery is due.
+	NextAt time.Time
 }
 
 // Answered reports whether the item is resolved or rejected: nothing changes it any more.
@@ -86,6 +119,10 @@ var (
 	// key's input hash, so this holds across restarts; the caller answers it as a reused key
 	// (HTTP 422), never as a store failure.
 	ErrIdempotencyMismatch = errors.New("review: idempotency key reused with another input")
+	// ErrFull: Enqueue found Options.MaxPending items waiting already (PostgreSQL). Nothing
+	// was queued; the store is healthy. A critical call answers it as the queue being
+	// unavailable (HTTP 503), never with a default.
+	ErrFull = errors.New("review: the queue is full")
 )
 
 // ConflictError says why an item refused a change. errors.Is(err, ErrConflict) holds.
@@ -105,6 +142,9 @@ func (e *ConflictError) Error() string {
 			msg += " until " + e.Until.UTC().Format(time.RFC3339)
 		}
 		return msg
+	}
+	if e.Status == StatusPending { // RecordDelivery: nothing to deliver yet
+		return fmt.Sprintf("review %s is pending: not answered yet", e.ID)
 	}
 	return fmt.Sprintf("review %s is already %s by %s", e.ID, e.Status, e.Operator)
 }
@@ -151,6 +191,13 @@ type Store interface {
 	Release(ctx context.Context, id, operator string) error
 	// Stats returns, per task, the items not answered yet.
 	Stats(ctx context.Context) (map[string]TaskStats, error)
+	// DueDeliveries returns up to limit answered items whose delivery is pending and due at
+	// now, the oldest due first. Without an outbox it returns none.
+	DueDeliveries(ctx context.Context, now time.Time, limit int) ([]*Item, error)
+	// RecordDelivery records the outcome of a delivery attempt of item id: d replaces the
+	// item's Delivery (pending with a later NextAt to retry, delivered, or failed). An item
+	// not answered is ErrConflict; an unknown id ErrNotFound.
+	RecordDelivery(ctx context.Context, id string, d Delivery) error
 	// Ping checks that the store can commit now.
 	Ping(ctx context.Context) error
 	// Close releases the store; nothing may be called after.
@@ -186,8 +233,8 @@ type TaskStats struct {
 }
 
 // Options configure a store. The zero Options are real time, claims that never lapse, items
-// kept forever, no metrics and no logs. A negative duration is an error of OpenSQLite (and
-// counts as 0 in a Memory).
+// kept forever, no metrics and no logs. A negative duration is an error of OpenSQLite and
+// OpenPostgres (and counts as 0 in a Memory).
 type Options struct {
 	// Clock drives creation times, claim expiry and retention. nil means real time.
 	Clock clockwork.Clock
@@ -205,9 +252,16 @@ type Options struct {
 	Metrics *telemetry.Metrics
 	// Logger receives purges and store failures. nil discards.
 	Logger *slog.Logger
+	// Outbox keeps a webhook delivery for every answered item (review.webhook is set):
+	// Resolve and Reject mark it pending, DueDeliveries and RecordDelivery work it.
+	Outbox bool
 	// BusyTimeout (SQLite) is how long a write waits for a lock another process holds before
+	// it fails; (PostgreSQL) how long a write may take, a connection to open included, before
 	// it fails. 0 means 5s.
 	BusyTimeout time.Duration
+	// MaxPending (PostgreSQL) caps the items not answered yet (pending or claimed), across
+	// every gateway of the database: an Enqueue beyond it is ErrFull. 0 means no cap.
+	MaxPending int
 
 	// unsynced (SQLite, tests of behaviour only) skips the disk flush of each commit.
 	unsynced bool

@@ -103,6 +103,17 @@ var migrations = []string{
 	BEGIN
 		UPDATE task_depth SET unanswered = unanswered - 1 WHERE task = OLD.task;
 	END;`,
+
+	// 4: the webhook outbox (Options.Outbox): each answered item's Delivery, and the index
+	// DueDeliveries reads the pending ones by, oldest due first.
+	`ALTER TABLE items ADD COLUMN delivery_state TEXT NOT NULL DEFAULT ''
+		CHECK (delivery_state IN ('', 'pending', 'delivered', 'failed'));
+	ALTER TABLE items ADD COLUMN delivery_attempts INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE items ADD COLUMN delivery_last_ns INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE items ADD COLUMN delivery_last_status INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE items ADD COLUMN delivery_last_error TEXT NOT NULL DEFAULT '';
+	ALTER TABLE items ADD COLUMN delivery_next_ns INTEGER NOT NULL DEFAULT 0;
+	CREATE INDEX items_due_deliveries ON items (delivery_next_ns, id) WHERE delivery_state = 'pending';`,
 }
 
 // OpenSQLite opens (creating it if needed) the database at path and migrates its schema. It

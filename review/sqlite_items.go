@@ -10,7 +10,8 @@ import (
 )
 
 const itemColumns = `id, task, tenant, idem_key, input, attempts, prompt_versions, status, created_ns,
-	operator, claimed_ns, claim_expires_ns, resolved_ns, result, reason`
+	operator, claimed_ns, claim_expires_ns, resolved_ns, result, reason,
+	delivery_state, delivery_attempts, delivery_last_ns, delivery_last_status, delivery_last_error, delivery_next_ns`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -20,10 +21,12 @@ func scanItem(sc scanner) (*Item, error) {
 		input, attempts, versions             string
 		created, claimed, expires, resolvedAt int64
 		result                                sql.NullString
-		status                                string
+		status, delivery                      string
+		lastAttempt, nextAt                   int64
 	)
 	err := sc.Scan(&it.ID, &it.Task, &it.Tenant, &it.IdempotencyKey, &input, &attempts, &versions, &status,
-		&created, &it.Operator, &claimed, &expires, &resolvedAt, &result, &it.Reason)
+		&created, &it.Operator, &claimed, &expires, &resolvedAt, &result, &it.Reason,
+		&delivery, &it.Delivery.Attempts, &lastAttempt, &it.Delivery.LastStatus, &it.Delivery.LastError, &nextAt)
 	if err != nil {
 		return nil, err
 	}
@@ -39,6 +42,7 @@ func scanItem(sc scanner) (*Item, error) {
 	if result.Valid {
 		it.Result = json.RawMessage(result.String)
 	}
+	it.Delivery.State, it.Delivery.LastAttempt, it.Delivery.NextAt = DeliveryState(delivery), timeOf(lastAttempt), timeOf(nextAt)
 	return &it, nil
 }
 
@@ -140,12 +144,12 @@ func (s *SQLite) Claim(ctx context.Context, id, operator string) (*Item, error) 
 
 // Resolve answers the item with result.
 func (s *SQLite) Resolve(ctx context.Context, id, operator string, result json.RawMessage) (*Item, error) {
-	return s.change(ctx, id, func(it *Item, now time.Time) error { return it.resolve(operator, result, now) })
+	return s.change(ctx, id, s.opts.answering(func(it *Item, now time.Time) error { return it.resolve(operator, result, now) }))
 }
 
 // Reject closes the item for reason.
 func (s *SQLite) Reject(ctx context.Context, id, operator, reason string) (*Item, error) {
-	return s.change(ctx, id, func(it *Item, now time.Time) error { return it.reject(operator, reason, now) })
+	return s.change(ctx, id, s.opts.answering(func(it *Item, now time.Time) error { return it.reject(operator, reason, now) }))
 }
 
 // Release gives back operator's claim.
@@ -203,9 +207,12 @@ func (s *SQLite) changeTx(ctx context.Context, id string, fn func(*Item, time.Ti
 	if it.Result != nil {
 		result = string(it.Result)
 	}
+	d := it.Delivery
 	_, err = tx.ExecContext(ctx, `UPDATE items SET status = ?, operator = ?, claimed_ns = ?, claim_expires_ns = ?,
-		resolved_ns = ?, result = ?, reason = ? WHERE id = ?`,
-		string(it.Status), it.Operator, nsOf(it.ClaimedAt), nsOf(it.ClaimExpiresAt), nsOf(it.ResolvedAt), result, it.Reason, id)
+		resolved_ns = ?, result = ?, reason = ?, delivery_state = ?, delivery_attempts = ?, delivery_last_ns = ?,
+		delivery_last_status = ?, delivery_last_error = ?, delivery_next_ns = ? WHERE id = ?`,
+		string(it.Status), it.Operator, nsOf(it.ClaimedAt), nsOf(it.ClaimExpiresAt), nsOf(it.ResolvedAt), result, it.Reason,
+		string(d.State), d.Attempts, nsOf(d.LastAttempt), d.LastStatus, d.LastError, nsOf(d.NextAt), id)
 	if err != nil {
 		return nil, err
 	}

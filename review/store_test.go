@@ -36,6 +36,8 @@ func openers() []opener {
 			opts.unsynced = true
 			return openSQLite(t, filepath.Join(t.TempDir(), "afloat.db"), opts)
 		}},
+		// A schema of its own in AFLOAT_POSTGRES_URL's database; skips when it is unset.
+		{"postgres", func(t *testing.T, opts Options) Store { return openPostgresSchema(t, opts) }},
 	}
 }
 
@@ -623,4 +625,183 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("afloat_review_store_healthy %v, want 1", got)
 		}
 	})
+}
+
+// dueIDs returns the ids DueDeliveries gives at now, in its order.
+func dueIDs(t *testing.T, s Store, now time.Time, limit int) []string {
+	t.Helper()
+	items, err := s.DueDeliveries(context.Background(), now, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{}
+	for _, it := range items {
+		if !it.Answered() || it.Delivery.State != DeliveryPending || it.Delivery.NextAt.After(now) {
+			t.Errorf("due item %s is %s with delivery %+v at %v", it.ID, it.Status, it.Delivery, now)
+		}
+		ids = append(ids, it.ID)
+	}
+	return ids
+}
+
+// TestStoreOutboxOff: without Options.Outbox an answer queues no delivery.
+func TestStoreOutboxOff(t *testing.T) {
+	eachStore(t, func(t *testing.T, o opener) {
+		ctx := context.Background()
+		clk := clockwork.NewFakeClockAt(t0)
+		s := o.open(t, Options{Clock: clk})
+		a, b := enqueue(t, s, modItem("acme", "a")), enqueue(t, s, modItem("acme", "b"))
+		resolved, err := s.Resolve(ctx, a, "alice", json.RawMessage(`{"allowed":true}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rejected, err := s.Reject(ctx, b, "alice", "spam")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range []*Item{resolved, rejected} {
+			got, err := s.Lookup(ctx, it.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if it.Delivery != (Delivery{}) || got.Delivery != (Delivery{}) {
+				t.Errorf("%s: delivery %+v, stored %+v; want none", it.Status, it.Delivery, got.Delivery)
+			}
+		}
+		if ids := dueIDs(t, s, t0.Add(time.Hour), 10); len(ids) != 0 {
+			t.Errorf("due deliveries %v, want none", ids)
+		}
+	})
+}
+
+// TestStoreOutboxDeliveries: with Options.Outbox, resolving and rejecting queue a pending
+// delivery due at once, in the same change; DueDeliveries returns the due ones, oldest due
+// first, up to its limit; RecordDelivery replaces the delivery (a retry later, delivered,
+// failed), and refuses an item not answered or unknown.
+func TestStoreOutboxDeliveries(t *testing.T) {
+	eachStore(t, func(t *testing.T, o opener) {
+		ctx := context.Background()
+		clk := clockwork.NewFakeClockAt(t0)
+		s := o.open(t, Options{Clock: clk, Outbox: true})
+		keyed := modItem("acme", "a")
+		keyed.Delivery = Delivery{State: DeliveryDelivered, Attempts: 3} // the caller's: ignored
+		a := enqueue(t, s, keyed)
+		b, c, d := enqueue(t, s, modItem("acme", "b")), enqueue(t, s, modItem("acme", "c")), enqueue(t, s, modItem("globex", "d"))
+		if got, _ := s.Lookup(ctx, a); got.Delivery != (Delivery{}) {
+			t.Fatalf("a queued item has delivery %+v", got.Delivery)
+		}
+		if ids := dueIDs(t, s, t0, 10); len(ids) != 0 {
+			t.Fatalf("due before any answer: %v", ids)
+		}
+
+		t1 := t0.Add(time.Minute)
+		clk.Advance(time.Minute)
+		ra, err := s.Resolve(ctx, a, "alice", json.RawMessage(`{"allowed": true}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t2 := t1.Add(time.Minute)
+		clk.Advance(time.Minute)
+		rb, err := s.Reject(ctx, b, "bob", "spam")
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t)(s.Claim(ctx, c, "carol"))
+		for _, tc := range []struct {
+			it *Item
+			at time.Time
+		}{{ra, t1}, {rb, t2}} {
+			want := Delivery{State: DeliveryPending, NextAt: tc.at}
+			got, err := s.Lookup(ctx, tc.it.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameDelivery(tc.it.Delivery, want) || !sameDelivery(got.Delivery, want) {
+				t.Errorf("%s item: delivery %+v, stored %+v; want %+v", tc.it.Status, tc.it.Delivery, got.Delivery, want)
+			}
+		}
+		page, err := s.List(ctx, Filter{Status: StatusResolved})
+		if err != nil || len(page.Items) != 1 || page.Items[0].Delivery.State != DeliveryPending {
+			t.Fatalf("list resolved: %+v, %v; want a with its delivery", page, err)
+		}
+
+		for _, tc := range []struct {
+			name  string
+			now   time.Time
+			limit int
+			want  []string
+		}{
+			{"before the first answer", t0, 10, []string{}},
+			{"at the first answer", t1, 10, []string{a}},
+			{"at the second", t2, 10, []string{a, b}},
+			{"limit", t2, 1, []string{a}},
+			{"later", t2.Add(time.Hour), 10, []string{a, b}},
+		} {
+			if got := dueIDs(t, s, tc.now, tc.limit); !slices.Equal(got, tc.want) {
+				t.Errorf("%s: due %v, want %v", tc.name, got, tc.want)
+			}
+		}
+
+		// a's first attempt failed: retried in a minute, after b, which is due since t2.
+		retry := Delivery{State: DeliveryPending, Attempts: 1, LastAttempt: t2, LastStatus: 500,
+			LastError: "Internal Server Error", NextAt: t2.Add(time.Minute)}
+		if err := s.RecordDelivery(ctx, a, retry); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Lookup(ctx, a); !sameDelivery(got.Delivery, retry) {
+			t.Errorf("recorded retry: %+v, want %+v", got.Delivery, retry)
+		}
+		if got := dueIDs(t, s, t2, 10); !slices.Equal(got, []string{b}) {
+			t.Errorf("due with a's retry later: %v, want [b]", got)
+		}
+		if got := dueIDs(t, s, t2.Add(time.Minute), 10); !slices.Equal(got, []string{b, a}) {
+			t.Errorf("due once a's retry is: %v, want [b a] (oldest due first)", got)
+		}
+
+		delivered := Delivery{State: DeliveryDelivered, Attempts: 1, LastAttempt: t2, LastStatus: 204}
+		if err := s.RecordDelivery(ctx, b, delivered); err != nil {
+			t.Fatal(err)
+		}
+		failed := Delivery{State: DeliveryFailed, Attempts: 2, LastAttempt: t2.Add(time.Minute), LastStatus: 400, LastError: "Bad Request"}
+		if err := s.RecordDelivery(ctx, a, failed); err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[string]Delivery{a: failed, b: delivered} {
+			if got, _ := s.Lookup(ctx, id); !sameDelivery(got.Delivery, want) {
+				t.Errorf("%s: delivery %+v, want %+v", id, got.Delivery, want)
+			}
+		}
+		if got := dueIDs(t, s, t2.Add(24*time.Hour), 10); len(got) != 0 {
+			t.Errorf("due after delivered and failed: %v, want none", got)
+		}
+
+		for _, tc := range []struct {
+			name string
+			id   string
+			d    Delivery
+			err  error
+		}{
+			{"a claimed item", c, delivered, ErrConflict},
+			{"a pending item", d, delivered, ErrConflict},
+			{"an unknown item", "rv_01ZZZZZZZZZZZZZZZZZZZZZZZZ", delivered, ErrNotFound},
+			{"no state", a, Delivery{Attempts: 1}, ErrInvalid},
+			{"an unknown state", a, Delivery{State: "lost"}, ErrInvalid},
+		} {
+			if err := s.RecordDelivery(ctx, tc.id, tc.d); !errors.Is(err, tc.err) {
+				t.Errorf("%s: %v, want %v", tc.name, err, tc.err)
+			}
+		}
+		if got, _ := s.Lookup(ctx, c); got.Status != StatusClaimed || got.Delivery != (Delivery{}) {
+			t.Errorf("a refused record changed the claimed item: %+v", got)
+		}
+		if got, _ := s.Lookup(ctx, a); !sameDelivery(got.Delivery, failed) {
+			t.Errorf("a refused record changed a: %+v", got.Delivery)
+		}
+	})
+}
+
+// sameDelivery compares deliveries by instant, whatever the time zone a store reads back.
+func sameDelivery(a, b Delivery) bool {
+	return a.State == b.State && a.Attempts == b.Attempts && a.LastAttempt.Equal(b.LastAttempt) &&
+		a.LastStatus == b.LastStatus && a.LastError == b.LastError && a.NextAt.Equal(b.NextAt)
 }

@@ -11,9 +11,8 @@ import (
 // Metrics holds every afloat metric this build moves. Its collectors are safe for concurrent
 // use.
 //
-// Three metrics of shared/DESIGN.md §8 are not exported yet, since nothing in this build would
-// move them and a series frozen at "all fine" misleads: afloat_review_sla_breaches_total (with
-// the review SLA watch that counts items outliving review_sla), afloat_concurrency_limit (with
+// Two metrics of shared/DESIGN.md §8 are not exported yet, since nothing in this build would
+// move them and a series frozen at "all fine" misleads: afloat_concurrency_limit (with
 // adaptive concurrency) and afloat_shed_total (with shedding). Each comes with the work that
 // moves it. afloat_state_backend_healthy, afloat_drill_age_seconds and afloat_alerts_firing
 // are registered apart, by RegisterStateBackend, RegisterDrillAge and NewAlertsFiring (when
@@ -49,6 +48,9 @@ type Metrics struct {
 	ReviewPurged        *prometheus.CounterVec // task
 	ReviewOldestPending *AgeVec                // task
 	ReviewStoreHealthy  prometheus.Gauge       // 1 healthy, 0 not
+	// ReviewSLABreaches counts the items that outlived their task's review_sla unanswered,
+	// each once (review.SLAWatch, brought up to date when scraped).
+	ReviewSLABreaches *RefreshedCounterVec // task
 }
 
 // RegisterRuntime registers on reg the collectors of the Go runtime (go_*: goroutines,
@@ -106,6 +108,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		ReviewOldestPending: NewAgeVec("afloat_review_oldest_pending_seconds",
 			"Age of the oldest review item not answered yet (pending or claimed); 0 when none.", "task"),
 		ReviewStoreHealthy: prometheus.NewGauge(prometheus.GaugeOpts{Name: "afloat_review_store_healthy", Help: "Whether the review store commits (1) or not (0)."}),
+		ReviewSLABreaches: NewRefreshedCounterVec(prometheus.CounterOpts{Name: "afloat_review_sla_breaches_total",
+			Help: "Review items that outlived their task's review_sla unanswered, each counted once."}, []string{"task"}),
 	}
 	m.ReviewStoreHealthy.Set(1)
 	if reg == nil {
@@ -115,7 +119,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		m.ContractViolations, m.Reasks, m.ProviderLatency, m.ReadTimeout, m.Tokens, m.Cost,
 		m.FallbackShare, m.SourceShare, m.ReviewQueueDepth, m.Normalize, m.Retries, m.Refusals, m.WastedCost,
 		m.StreamEventsSkipped, m.ReviewEnqueued, m.ReviewResolved,
-		m.ReviewRejected, m.ReviewPurged, m.ReviewOldestPending, m.ReviewStoreHealthy} {
+		m.ReviewRejected, m.ReviewPurged, m.ReviewOldestPending, m.ReviewStoreHealthy, m.ReviewSLABreaches} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -175,6 +179,7 @@ func (m *Metrics) InitTask(task string, providers, outcomes, reasons []string) {
 	m.ReviewRejected.WithLabelValues(task)
 	m.ReviewPurged.WithLabelValues(task)
 	m.ReviewOldestPending.Init(task)
+	m.ReviewSLABreaches.WithLabelValues(task)
 }
 
 // AgeVec is a gauge of ages by one label, computed when collected from the start times it

@@ -13,6 +13,7 @@ import (
 
 	"github.com/afloat-dev/afloat/config"
 	"github.com/afloat-dev/afloat/gateway"
+	"github.com/afloat-dev/afloat/review"
 )
 
 // serve runs the gateway until ctx ends (SIGINT, SIGTERM), then stops accepting, lets the
@@ -79,7 +80,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	gw, err := gateway.New(gateway.Config{
 		Engine: rt.Engine, Tasks: rt.Tasks, Routes: rt.Routes, Faults: rt.Faults, Flags: rt.State, State: rt.State,
 		StateRequired: f.State.OnFailure == "fail", DrillMaxAge: f.Drill.MaxAge, Alerts: rt.Alerts,
-		Review: rt.Review, Tenants: tenants, Operators: operators, AdminToken: f.Server.AdminToken, MaxBody: int64(f.Server.MaxBody),
+		Review: rt.Review, ReviewAnswered: func(*review.Item) { rt.Webhook.Wake() },
+		Tenants: tenants, Operators: operators, AdminToken: f.Server.AdminToken, MaxBody: int64(f.Server.MaxBody),
 		Gatherer: rt.Registry, Logger: log, AccessLog: f.Server.AccessLog,
 	})
 	if err != nil {
