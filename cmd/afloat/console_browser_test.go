@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,8 +27,10 @@ const consoleOperator = "op-alice-console-7d1e3f9a2b"
 
 // consoleConfig is a gateway over one failing provider: triage (enrichment) answers from its
 // heuristic, moderation (critical, the triage schema) queues every call for review.
-func consoleConfig(url string) string {
-	return fmt.Sprintf(`server:
+func consoleConfig(url, webhook string) string {
+	return fmt.Sprintf(`review:
+  webhook: {url: %q, secret: %s}
+server:
   admin_token: %s
 operators:
   alice: {token: %s}
@@ -48,13 +55,16 @@ tasks:
     input: {subject: {type: string}, message: {type: string}}
     schema: schemas/triage.json
     cascade: [{provider: p1, prompt: prompts/triage/p1.v1.tmpl}]
-`, scenarioAdmin, consoleOperator, url+"/v1")
+`, webhook, consoleWebhookSecret, scenarioAdmin, consoleOperator, url+"/v1")
 }
+
+const consoleWebhookSecret = "whsec-console-4f1a9c2e7b3d"
 
 // TestConsoleBrowser drives the operator console in Debian's chromium: the admin signs in,
 // injects a fault and forces a breaker open, kills a task (and the next call answers
 // kill_switch); an operator sees the queue change live, has a schema-breaking answer refused
-// at its field, resolves the item, and the caller's GET /v1/reviews/{id} shows the answer.
+// at its field, resolves the item, and the caller's GET /v1/reviews/{id} shows the answer,
+// which the caller's webhook receives, signed.
 func TestConsoleBrowser(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
@@ -64,7 +74,14 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Skip("chromium is not installed (apt-get install chromium): skipping the console's browser test")
 	}
 	mock := newMock(t, func(int, chatCall) upstreamReply { return upstreamReply{status: http.StatusInternalServerError} })
-	g := startServe(t, consoleConfig(mock.URL), "p1")
+	hooks := make(chan [2]string, 8) // signature, body
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hooks <- [2]string{r.Header.Get("X-Afloat-Signature"), string(b)}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer rcv.Close()
+	g := startServe(t, consoleConfig(mock.URL, rcv.URL+"/hooks"), "p1")
 	task := func(name, msg string) map[string]any {
 		t.Helper()
 		_, body, err := g.do("POST", "/v1/tasks/"+name, "", fmt.Sprintf(`{"input": {"subject": "s", "message": %q}}`, msg))
@@ -216,6 +233,17 @@ func TestConsoleBrowser(t *testing.T) {
 	if err := json.Unmarshal(body, &got); err != nil || got.Status != "resolved" || got.Result["department"] != "billing" || got.Result["is_urgent"] != 0.5 {
 		t.Fatalf("GET /v1/reviews/%s: %s", id, body)
 	}
-	// review.webhook is in the config file but afloat serve does not deliver it yet: there is
-	// no delivery to check here.
+	// The caller's webhook has the operator's answer, signed.
+	select {
+	case h := <-hooks:
+		ts, mac, _ := strings.Cut(h[0], ",")
+		ts, mac = strings.TrimPrefix(ts, "t="), strings.TrimPrefix(mac, "v1=")
+		sum := hmac.New(sha256.New, []byte(consoleWebhookSecret))
+		sum.Write([]byte(ts + "." + h[1]))
+		if want := hex.EncodeToString(sum.Sum(nil)); !hmac.Equal([]byte(mac), []byte(want)) || !strings.Contains(h[1], `"id":"`+id+`"`) || !strings.Contains(h[1], `"billing"`) {
+			t.Errorf("webhook %q: %s", h[0], h[1])
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("no webhook POST within 20s of the resolve")
+	}
 }
