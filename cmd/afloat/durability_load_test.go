@@ -24,7 +24,13 @@ func TestReviewQueueSurvivesKill9UnderLoad(t *testing.T) {
 	for k, v := range testFiles {
 		files[k] = v
 	}
-	cfg := writeConfig(t, durableConfig, files)
+	survivesKill9UnderLoad(t, bin, writeConfig(t, durableConfig, files))
+}
+
+// survivesKill9UnderLoad is the load, the kill and the checks of
+// TestReviewQueueSurvivesKill9UnderLoad, over the gateway that bin runs on cfg.
+func survivesKill9UnderLoad(t *testing.T, bin, cfg string) {
+	t.Helper()
 	gw := startGateway(t, bin, cfg)
 
 	const writers = 32
@@ -76,7 +82,7 @@ func TestReviewQueueSurvivesKill9UnderLoad(t *testing.T) {
 	if len(acks) < writers {
 		t.Fatalf("only %d calls acknowledged under load", len(acks))
 	}
-	t.Logf("%d calls sent, %d acknowledged before kill -9", sent.Load(), len(acks))
+	t.Logf("%d calls sent, %d acknowledged in 2s (%.0f/s) before kill -9", sent.Load(), len(acks), float64(len(acks))/2)
 
 	gw = startGateway(t, bin, cfg)
 	stored := storedReviews(t, gw)
