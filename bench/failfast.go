@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// failfast measures what an open circuit costs a call: the route [primary, backup] with the
+// primary's breaker forced open, against the backup called directly and a route of the
+// backup alone (the same hop without the skip).
+func failfast(ctx context.Context, p plan, r *report) error {
+	primary, err := startUpstream("primary", upstreamOptions{})
+	if err != nil {
+		return err
+	}
+	defer primary.Close()
+	backup, err := startUpstream("backup", upstreamOptions{})
+	if err != nil {
+		return err
+	}
+	defer backup.Close()
+	gw, err := startGateway(gwConfig{
+		Providers: []gwProvider{{Name: "primary", URL: primary.URL}, {Name: "backup", URL: backup.URL}},
+		// A forced open lasts the recovery period: long enough for the whole scenario.
+		Defaults: []string{"breaker: {recovery: 5m}"},
+		Routes:   []gwRoute{{Name: "chat", Budget: 30 * time.Second}, {Name: "solo", Budget: 30 * time.Second, Tiers: []string{"backup"}}},
+	})
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	client := newClient(256)
+	defer client.CloseIdleConnections()
+
+	targets := []struct {
+		name string
+		call Call
+	}{
+		{"backup, direct", chatCall(client, backup.ChatURL(), "chat", "")},
+		{"afloat, route [backup]", chatCall(client, gw.URL+"/v1/chat/completions", "solo", "backup")},
+		{"afloat, route [primary (open), backup]", chatCall(client, gw.URL+"/v1/chat/completions", "chat", "backup")},
+	}
+	for _, t := range targets[:2] {
+		ClosedLoop{Workers: 8, Duration: p.dur(500*time.Millisecond, 200*time.Millisecond)}.Run(ctx, t.call)
+	}
+	if err := gw.ForceOpen(client, "primary"); err != nil {
+		return err
+	}
+	ClosedLoop{Workers: 8, Duration: p.dur(500*time.Millisecond, 200*time.Millisecond)}.Run(ctx, targets[2].call)
+	primaryBefore := primary.Calls()
+
+	const rate = 500
+	d := p.dur(2500*time.Millisecond, 700*time.Millisecond)
+	p50s, p99s := make([][]float64, len(targets)), make([][]float64, len(targets))
+	failed := make([]int, len(targets))
+	for range p.reps() {
+		for i, t := range targets {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			run := OpenLoop{Rate: rate, Duration: d}.Run(ctx, t.call)
+			h := histogram(run.Outcomes, nil)
+			p50s[i] = append(p50s[i], float64(quantile(h, 50)))
+			p99s[i] = append(p99s[i], float64(quantile(h, 99)))
+			f, _ := run.Failed()
+			failed[i] += f
+		}
+	}
+	primaryCalls := primary.Calls() - primaryBefore
+
+	r.printf("## 2. failfast: a call whose primary's circuit is open\n\n")
+	r.printf("`PUT /admin/breakers/primary {\"state\":\"open\"}`, then %d req/s open loop for %s, median of %d runs; "+
+		"mocks answer at once. The primary mock got %d calls while its circuit was open.\n\n", rate, d, p.reps(), primaryCalls)
+	var rows [][]string
+	for i, t := range targets {
+		rows = append(rows, []string{t.name, ms(time.Duration(median(p50s[i]))), ms(time.Duration(median(p99s[i]))), fmt.Sprint(failed[i])})
+	}
+	r.table([]string{"target", "p50", "p99", "failed"}, rows)
+	diff := func(a, b int, qs [][]float64) time.Duration {
+		var ds []float64
+		for k := range qs[a] {
+			ds = append(ds, qs[a][k]-qs[b][k])
+		}
+		return time.Duration(median(ds))
+	}
+	openVsDirect, openVsSolo := diff(2, 0, p99s), diff(2, 1, p99s)
+	r.printf("Open circuit vs the backup direct: p50 %s, p99 %s (the whole gateway hop and the skip). "+
+		"Vs the route of the backup alone (the skip by itself): p50 %s, p99 %s.\n\n",
+		plus(diff(2, 0, p50s)), plus(openVsDirect), plus(diff(2, 1, p50s)), plus(openVsSolo))
+	r.check("open-circuit skip adds < 1 ms p99 (vs the backup direct)",
+		fmt.Sprintf("%s (vs the backup-only route: %s); %d calls reached the open primary", plus(openVsDirect), plus(openVsSolo), primaryCalls),
+		openVsDirect < time.Millisecond && primaryCalls == 0 && failed[2] == 0)
+	return nil
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// overhead compares a chat completion through afloat with the same completion sent to the
+// mock directly and through a bare httputil.ReverseProxy: latency at 500 and 1,000 req/s
+// (open loop) and at saturation (closed loop), CPU per request, and peak RSS with 128
+// connections held open on a mock that answers in 50 ms; each figure the median of the
+// repetitions. A hop's own CPU is the run's CPU per request minus the direct run's: the
+// mock and the load generator run in the same process.
+func overhead(ctx context.Context, p plan, r *report) error {
+	fast, err := startUpstream("primary", upstreamOptions{})
+	if err != nil {
+		return err
+	}
+	defer fast.Close()
+	slow, err := startUpstream("slow", upstreamOptions{Latency: 50 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer slow.Close()
+	backup, err := startUpstream("backup", upstreamOptions{})
+	if err != nil {
+		return err
+	}
+	defer backup.Close()
+	fastProxy, stopFast, err := startProxy(fast.URL)
+	if err != nil {
+		return err
+	}
+	defer stopFast()
+	slowProxy, stopSlow, err := startProxy(slow.URL)
+	if err != nil {
+		return err
+	}
+	defer stopSlow()
+	gw, err := startGateway(gwConfig{
+		Providers: []gwProvider{{Name: "primary", URL: fast.URL}, {Name: "slow", URL: slow.URL}, {Name: "backup", URL: backup.URL}},
+		Routes: []gwRoute{
+			{Name: "chat", Budget: 30 * time.Second, Tiers: []string{"primary", "backup"}},
+			{Name: "held", Budget: 30 * time.Second, Tiers: []string{"slow", "backup"}},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	const conns = 128
+	client := newClient(2 * conns)
+	defer client.CloseIdleConnections()
+
+	targets := []string{"direct", "proxy", "afloat"}
+	calls := func(fastPath bool) []Call {
+		if fastPath {
+			return []Call{chatCall(client, fast.ChatURL(), "chat", ""), chatCall(client, fastProxy+"/v1/chat/completions", "chat", ""),
+				chatCall(client, gw.URL+"/v1/chat/completions", "chat", "primary")}
+		}
+		return []Call{chatCall(client, slow.ChatURL(), "held", ""), chatCall(client, slowProxy+"/v1/chat/completions", "held", ""),
+			chatCall(client, gw.URL+"/v1/chat/completions", "held", "slow")}
+	}
+	type level struct {
+		name  string
+		rate  float64 // 0: closed loop with conns workers
+		calls []Call
+	}
+	const (
+		atRate500 = iota
+		atRate1000
+		atSaturation
+		atHeld
+	)
+	levels := []level{
+		atRate500:    {"500 req/s", 500, calls(true)},
+		atRate1000:   {"1,000 req/s", 1000, calls(true)},
+		atSaturation: {fmt.Sprintf("saturation, %d conns", conns), 0, calls(true)},
+		atHeld:       {fmt.Sprintf("%d conns held, mock 50 ms", conns), 0, calls(false)},
+	}
+	d := p.dur(4*time.Second, 600*time.Millisecond)    // a fixed-rate run
+	dsat := p.dur(3*time.Second, 500*time.Millisecond) // a closed-loop run
+	warm := p.dur(500*time.Millisecond, 100*time.Millisecond)
+	for _, l := range levels[atSaturation:] { // warm the connections and afloat's latency estimates
+		for _, c := range l.calls {
+			ClosedLoop{Workers: 8, Duration: warm}.Run(ctx, c)
+		}
+	}
+	openedBefore := gw.Opened("primary") + gw.Opened("backup")
+	attemptsBefore := gw.Attempts("primary")
+
+	// Each run is reduced to its figures at once: the outcomes of earlier runs, kept, would
+	// count in the peak RSS of the later ones.
+	type stat struct{ p50, p99, cpu, rss, startRSS, rps, failed, lag []float64 }
+	stats := make([][]stat, len(levels)) // [level][target], a value per repetition
+	for li := range levels {
+		stats[li] = make([]stat, len(targets))
+	}
+	satFailed, satRuns := 0, 0
+	var satFirst error
+	for rep := range p.reps() {
+		for li, l := range levels {
+			for ti, call := range l.calls {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				var run *Run
+				if l.rate > 0 {
+					run = OpenLoop{Rate: l.rate, Duration: d, Grace: 5 * time.Second}.Run(ctx, call)
+				} else {
+					run = ClosedLoop{Workers: conns, Duration: dsat}.Run(ctx, call)
+				}
+				h := histogram(run.Outcomes, nil)
+				f, first := run.Failed()
+				s := &stats[li][ti]
+				s.p50 = append(s.p50, float64(quantile(h, 50)))
+				s.p99 = append(s.p99, float64(quantile(h, 99)))
+				s.cpu = append(s.cpu, float64(run.CPUPerOK()))
+				s.rss = append(s.rss, float64(run.Usage.PeakRSS))
+				s.startRSS = append(s.startRSS, float64(run.Usage.StartRSS))
+				s.rps = append(s.rps, run.Throughput())
+				s.failed = append(s.failed, float64(f))
+				lags := make([]time.Duration, 0, len(run.Outcomes))
+				for _, o := range run.Outcomes {
+					lags = append(lags, o.Lag)
+				}
+				s.lag = append(s.lag, float64(quantile(durationHist(lags), 99)))
+				if li == atSaturation && targets[ti] == "afloat" {
+					satFailed += f
+					satRuns++
+					if satFirst == nil {
+						satFirst = first
+					}
+				}
+				r.logf("overhead: rep %d, %s, %s: p50 %s p99 %s, %.0f req/s, %s CPU/req, peak RSS %s", rep+1, l.name, targets[ti],
+					ms(quantile(h, 50)), ms(quantile(h, 99)), run.Throughput(), us(run.CPUPerOK()), mib(run.Usage.PeakRSS))
+			}
+		}
+	}
+	openedAfter := gw.Opened("primary") + gw.Opened("backup")
+
+	r.printf("## 1. overhead: afloat vs a direct call vs a bare reverse proxy\n\n")
+	r.printf("One non-streamed chat completion (route `chat`: primary → backup) to a mock that answers at once. "+
+		"Open loop at fixed rates (latency from the intended send time), closed loop with %d workers at saturation, "+
+		"and %d workers on a mock that answers in 50 ms (route `held`), which keeps %d connections busy without saturating the CPU; "+
+		"%s a fixed-rate run, %s a closed-loop run, each figure the median of %d runs, the targets interleaved. "+
+		"CPU is the whole process's (getrusage); a hop's own CPU per request is the run's minus the direct run's of the same repetition. "+
+		"RSS is the process's: at the start of the run (after a GC that returned the free heap) and its peak (VmHWM, reset at the start).\n\n",
+		conns, conns, conns, d, dsat, p.reps())
+	var rows [][]string
+	for li, l := range levels {
+		for ti, t := range targets {
+			s := stats[li][ti]
+			lag := "–"
+			if l.rate > 0 {
+				lag = us(time.Duration(median(s.lag)))
+			}
+			rows = append(rows, []string{l.name, t, ms(time.Duration(median(s.p50))), ms(time.Duration(median(s.p99))),
+				fmt.Sprintf("%.0f", median(s.rps)), us(time.Duration(median(s.cpu))),
+				mib(uint64(median(s.startRSS))), mib(uint64(median(s.rss))), fmt.Sprintf("%.0f", median(s.failed)), lag})
+		}
+	}
+	r.table([]string{"load", "target", "p50", "p99", "req/s", "CPU/req (process)", "RSS at start", "peak RSS", "failed", "send lag p99"}, rows)
+	r.printf("Send lag: how late the generator sent a request after its due time (included in the latencies).\n\n")
+
+	// added: per repetition, the hop's figure minus the direct run's; then the median.
+	added := func(li, ti int, pick func(stat) []float64) float64 {
+		hop, direct := pick(stats[li][ti]), pick(stats[li][0])
+		var diffs []float64
+		for i := range hop {
+			diffs = append(diffs, hop[i]-direct[i])
+		}
+		return median(diffs)
+	}
+	p50 := func(s stat) []float64 { return s.p50 }
+	p99 := func(s stat) []float64 { return s.p99 }
+	cpu := func(s stat) []float64 { return s.cpu }
+	rss := func(s stat) []float64 { return s.rss }
+	rows = nil
+	for li, l := range levels {
+		pa50, aa50 := added(li, 1, p50), added(li, 2, p50)
+		pa99, aa99 := added(li, 1, p99), added(li, 2, p99)
+		pc, ac := added(li, 1, cpu), added(li, 2, cpu)
+		pr, ar := added(li, 1, rss), added(li, 2, rss)
+		rows = append(rows, []string{l.name,
+			us(time.Duration(pa50)), us(time.Duration(aa50)), ratio(aa50, pa50),
+			us(time.Duration(pa99)), us(time.Duration(aa99)), ratio(aa99, pa99),
+			us(time.Duration(pc)), us(time.Duration(ac)), ratio(ac, pc), signedMiB(pr), signedMiB(ar)})
+		if li == atRate500 || li == atRate1000 {
+			r.check(fmt.Sprintf("added p50 at %s ≤ 1.3× the bare proxy's", l.name),
+				fmt.Sprintf("%s vs %s: %s", us(time.Duration(aa50)), us(time.Duration(pa50)), ratio(aa50, pa50)), pa50 > 0 && aa50 <= 1.3*pa50)
+			r.check(fmt.Sprintf("added p99 at %s ≤ 1.3× the bare proxy's", l.name),
+				fmt.Sprintf("%s vs %s: %s", us(time.Duration(aa99)), us(time.Duration(pa99)), ratio(aa99, pa99)), pa99 > 0 && aa99 <= 1.3*pa99)
+		}
+		if li != atHeld {
+			r.check(fmt.Sprintf("CPU per proxied completion at %s ≤ 1.3× the bare proxy's", l.name),
+				fmt.Sprintf("%s vs %s: %s", us(time.Duration(ac)), us(time.Duration(pc)), ratio(ac, pc)), pc > 0 && ac <= 1.3*pc)
+		}
+	}
+	r.printf("What each hop adds over the direct call (medians of the per-repetition differences):\n\n")
+	r.table([]string{"load", "proxy p50", "afloat p50", "ratio", "proxy p99", "afloat p99", "ratio",
+		"proxy CPU/req", "afloat CPU/req", "ratio", "proxy peak RSS", "afloat peak RSS"}, rows)
+
+	peak, share := median(stats[atHeld][2].rss), added(atHeld, 2, rss)
+	r.printf("Peak RSS with %d connections held: the whole process %s through afloat, %s on the direct run "+
+		"(the mock and the load generator alone); the gateway's share is the difference, %s. At saturation the process's peak "+
+		"follows the allocation rate of the mock and the generator more than what the hop holds.\n\n",
+		conns, mib(uint64(peak)), mib(uint64(median(stats[atHeld][0].rss))), signedMiB(share))
+	r.check(fmt.Sprintf("peak RSS ≤ 64 MiB at %d concurrent connections: whole process (upper bound)", conns), mib(uint64(peak)), peak <= 64<<20)
+	r.check(fmt.Sprintf("peak RSS ≤ 64 MiB at %d concurrent connections: the gateway's share (afloat run − direct run)", conns),
+		signedMiB(share), share <= 64<<20)
+
+	opened := openedAfter - openedBefore
+	ok := satFailed == 0 && opened == 0
+	verdict := "PASS"
+	if !ok {
+		verdict = "FAIL"
+	}
+	detail := fmt.Sprintf("%d failed requests, %d breaker openings", satFailed, opened)
+	if satFirst != nil {
+		detail += fmt.Sprintf(" (first error: %v)", satFirst)
+	}
+	if !ok {
+		// Why the primary did not answer: its attempts over the whole scenario, by outcome.
+		var why []string
+		for k, v := range gw.Attempts("primary") {
+			if k != "ok" && v > attemptsBefore[k] {
+				why = append(why, fmt.Sprintf("%s %d", k, v-attemptsBefore[k]))
+			}
+		}
+		sort.Strings(why)
+		detail += fmt.Sprintf("; the primary's attempts that did not answer: %s", strings.Join(why, ", "))
+	}
+	r.printf("**%s**: at saturation against a healthy upstream, no request fails and no breaker opens — %s over %d runs.\n\n",
+		verdict, detail, satRuns)
+	r.check("at saturation, healthy upstream: no request fails, no breaker opens", verdict+": "+detail, ok)
+	return nil
+}
+
+// signedMiB formats a difference of bytes in MiB, with its sign.
+func signedMiB(b float64) string {
+	if b < 0 {
+		return fmt.Sprintf("−%.1f MiB", -b/(1<<20))
+	}
+	return fmt.Sprintf("+%.1f MiB", b/(1<<20))
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// streams holds many streamed completions open at once (a chunk every 100 ms), first
+// straight to the mock, then through afloat, and compares the process's peak RSS and CPU
+// and the time to the first chunk.
+func streams(ctx context.Context, p plan, r *report) error {
+	n := 2000
+	if p.quick {
+		n = 200
+	}
+	const (
+		every = 100 * time.Millisecond
+		ramp  = 400 // streams started a second, open loop
+	)
+	long := p.dur(30*time.Second, 2*time.Second)
+	short := p.dur(10*time.Second, 2*time.Second) // the direct run needs only outlast the ramp
+	chunksOf := func(d time.Duration) int { return max(2, int(d/every)) }
+	// Each stream holds a client socket, the gateway's server socket, its upstream socket and
+	// the mock's: four descriptors.
+	limit, note := raiseFileLimit(uint64(4*n + 512))
+	if limit < uint64(4*n+512) {
+		n = max(10, int(limit-512)/4)
+		note += fmt.Sprintf("; too few: %d streams instead", n)
+	}
+
+	direct, err := startUpstream("direct", upstreamOptions{Chunks: chunksOf(short), ChunkEvery: every})
+	if err != nil {
+		return err
+	}
+	defer direct.Close()
+	up, err := startUpstream("primary", upstreamOptions{Chunks: chunksOf(long), ChunkEvery: every})
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	gw, err := startGateway(gwConfig{
+		// The default bulkhead of 256 calls in flight would send the rest elsewhere.
+		Providers: []gwProvider{{Name: "primary", URL: up.URL, Extra: fmt.Sprintf(", max_in_flight: %d", 2*n)}},
+		Routes:    []gwRoute{{Name: "stream", Budget: long + time.Minute}},
+	})
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+
+	// phase runs n streams; once every stream has started (the ramp and a second more, or
+	// half the stream's time when it is shorter), it samples the Go runtime's memory.
+	phase := func(url string, chunks int, d time.Duration) (*Run, goMemory) {
+		client := newClient(n + 64)
+		defer client.CloseIdleConnections()
+		rampFor := time.Duration(float64(n) / ramp * float64(time.Second))
+		sampled := make(chan goMemory, 1)
+		var timer *time.Timer
+		run := OpenLoop{Rate: ramp, Duration: rampFor, MaxInFlight: n + 16, Grace: d + 15*time.Second, OnStart: func(start time.Time) {
+			timer = time.AfterFunc(time.Until(start.Add(rampFor+min(time.Second, d/2))), func() { sampled <- readGoMemory() })
+		}}.Run(ctx, streamCall(client, url, "stream", chunks))
+		timer.Stop()
+		var m goMemory
+		select {
+		case m = <-sampled:
+		default:
+		}
+		return run, m
+	}
+	r.logf("streams: %d direct streams of %s", n, short)
+	dr, dm := phase(direct.ChatURL(), chunksOf(short), short)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	r.logf("streams: %d streams of %s through afloat", n, long)
+	ar, am := phase(gw.URL+"/v1/chat/completions", chunksOf(long), long)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	type fig struct {
+		ok, failed     int
+		first          error
+		ttfb50, ttfb99 time.Duration
+		dur50, dur99   time.Duration
+		chunks         int
+		cpuPerChunk    time.Duration
+		cores          float64
+	}
+	figures := func(run *Run) fig {
+		var f fig
+		var ttfb []time.Duration
+		for _, o := range run.Outcomes {
+			f.chunks += o.Chunks
+			if o.Err != nil {
+				continue
+			}
+			ttfb = append(ttfb, o.TTFB)
+		}
+		f.failed, f.first = run.Failed()
+		f.ok = run.OK()
+		th := durationHist(ttfb)
+		f.ttfb50, f.ttfb99 = quantile(th, 50), quantile(th, 99)
+		lh := histogram(run.Outcomes, nil)
+		f.dur50, f.dur99 = quantile(lh, 50), quantile(lh, 99)
+		if f.chunks > 0 {
+			f.cpuPerChunk = run.Usage.CPU / time.Duration(f.chunks)
+		}
+		if run.Wall > 0 {
+			f.cores = run.Usage.CPU.Seconds() / run.Wall.Seconds()
+		}
+		return f
+	}
+	df, af := figures(dr), figures(ar)
+
+	r.printf("## 6. streams: %d concurrent streamed completions\n\n", n)
+	r.printf("Started at %d a second (open loop; TTFB from the intended start to the first content chunk), "+
+		"a chunk every %s: %s a stream through afloat (route `stream`, `max_in_flight: %d`), %s straight to the mock "+
+		"(it only has to outlast the ramp, under which the TTFB is measured). %s.\n\n",
+		ramp, every, long, 2*n, short, note)
+	// A stream's first chunk comes at once, the others every 100 ms.
+	nominal := func(d time.Duration) time.Duration { return time.Duration(chunksOf(d)-1) * every }
+	row := func(name string, f fig, run *Run, total time.Duration) []string {
+		failed := fmt.Sprint(f.failed)
+		if f.first != nil {
+			failed += fmt.Sprintf(" (%v)", f.first)
+		}
+		return []string{name, fmt.Sprint(f.ok), failed, ms(f.ttfb50), ms(f.ttfb99), fmt.Sprintf("%s / %s (%s)", ms(f.dur50), ms(f.dur99), ms(nominal(total))),
+			mib(run.Usage.PeakRSS), fmt.Sprintf("%.2f", f.cores), us(f.cpuPerChunk)}
+	}
+	r.table([]string{"target", "streams whole", "failed", "TTFB p50", "TTFB p99", "stream time p50 / p99 (nominal)", "peak RSS (process)", "cores used", "CPU per chunk"},
+		[][]string{row("direct", df, dr, short), row("afloat", af, ar, long)})
+	added50, added99 := af.ttfb50-df.ttfb50, af.ttfb99-df.ttfb99
+	r.printf("afloat adds %s (p50) and %s (p99) to the time to first byte, %s CPU per chunk relayed, and "+
+		"%s to the process's peak RSS (the direct run holds the mock's and the client's side of every stream).\n\n",
+		plus(added50), plus(added99), plus(af.cpuPerChunk-df.cpuPerChunk), mib(uint64(max(0, int64(ar.Usage.PeakRSS)-int64(dr.Usage.PeakRSS)))))
+	share := uint64(max(0, int64(ar.Usage.PeakRSS)-int64(dr.Usage.PeakRSS)))
+	r.printf("The Go runtime once every stream had started: %d goroutines, %s of stacks and %s of heap objects (%s mapped in all) through afloat; "+
+		"%d goroutines, %s of stacks, %s of heap objects (%s) direct. Per stream, afloat added %.1f goroutines, %.1f KiB of stack and %.1f KiB of heap.\n\n",
+		am.goroutines, mib(am.stacks), mib(am.heap), mib(am.total), dm.goroutines, mib(dm.stacks), mib(dm.heap), mib(dm.total),
+		perStream(am.goroutines, dm.goroutines, 1, n), perStream(am.stacks, dm.stacks, 1024, n), perStream(am.heap, dm.heap, 1024, n))
+	r.check(fmt.Sprintf("streams: RSS ≤ 256 MiB at %d streams: whole process (upper bound)", n), mib(ar.Usage.PeakRSS), ar.Usage.PeakRSS <= 256<<20 && af.failed == 0)
+	r.check(fmt.Sprintf("streams: RSS ≤ 256 MiB at %d streams: the gateway's share (afloat run − direct run)", n), mib(share), share <= 256<<20 && af.failed == 0)
+	r.check(fmt.Sprintf("streams: added TTFB p99 ≤ 2 ms at %d streams", n), plus(added99), added99 <= 2*time.Millisecond && af.failed == 0)
+	return nil
+}
+
+// perStream is (a − b) / unit / n.
+func perStream(a, b uint64, unit float64, n int) float64 {
+	return (float64(a) - float64(b)) / unit / float64(n)
+}
