@@ -280,6 +280,9 @@ func (r *Route) Criticality() afloat.Criticality { return r.crit }
 // FallbackShare returns the share of the last minute's calls not answered by tier 0.
 func (r *Route) FallbackShare() float64 { return r.share.share() }
 
+// FallbackHistory is Task.FallbackHistory for the route.
+func (r *Route) FallbackHistory() []float64 { return r.share.history() }
+
 func renderSystem(t *template.Template, client string) (string, error) {
 	var b bytes.Buffer
 	if err := t.Execute(&b, map[string]any{"system": client}); err != nil {

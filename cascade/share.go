@@ -64,6 +64,24 @@ func (s *shareWindow) share() float64 {
 	return s.shareLocked()
 }
 
+// history returns the degraded share of each bucket of the window, oldest first; -1 for a
+// bucket without answers.
+func (s *shareWindow) history() []float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.advance(s.clock.Now())
+	out := make([]float64, 0, len(s.total))
+	for i := 1; i <= len(s.total); i++ {
+		b := (s.head + i) % len(s.total)
+		if s.total[b] == 0 {
+			out = append(out, -1)
+			continue
+		}
+		out = append(out, float64(s.degraded[b])/float64(s.total[b]))
+	}
+	return out
+}
+
 func (s *shareWindow) shareLocked() float64 {
 	var t, d int
 	for i := range s.total {

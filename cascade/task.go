@@ -404,6 +404,10 @@ func (t *Task) Contract() *normalize.Contract { return t.contract }
 // FallbackShare returns the share of the last minute's calls not answered by tier 0.
 func (t *Task) FallbackShare() float64 { return t.share.share() }
 
+// FallbackHistory returns the fallback share of each 5 s of the last minute, oldest first;
+// -1 where no call answered (the console's charts).
+func (t *Task) FallbackHistory() []float64 { return t.share.history() }
+
 // InputError says that a call's input lacks a field or has one of the wrong type.
 type InputError struct {
 	Field   string

@@ -56,7 +56,7 @@ func (g *Gateway) routeConsole(mux *http.ServeMux) {
 	c := &console{g: g, sessions: map[string]*session{}, audit: newAuditLog(auditSize), pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{"json": prettyJSON, "when": fmtTime, "ms": fmtMS, "pct": func(f float64) string {
 		return strings.TrimRight(strings.TrimRight(fmtFloat(f*100, 1), "0"), ".") + "%"
-	}}
+	}, "spark": sparkline}
 	layout := template.Must(template.New("layout.tmpl").Funcs(funcs).ParseFS(uiFiles, "ui/layout.tmpl"))
 	for _, p := range []string{"login", "overview", "flags", "breakers", "reviews", "review", "confirm", "message"} {
 		c.pages[p] = template.Must(template.Must(layout.Clone()).ParseFS(uiFiles, "ui/"+p+".tmpl"))

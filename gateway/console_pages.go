@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -23,9 +24,43 @@ var faultModes = []string{"unavailable", "timeout", "slow", "malformed", "reset"
 
 func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 	doc := c.g.statusOf(r.Context())
+	history := map[string][]float64{}
+	for name, t := range c.g.cfg.Tasks {
+		history[name] = t.FallbackHistory()
+	}
+	for name, rt := range c.g.cfg.Routes {
+		history[name] = rt.FallbackHistory()
+	}
 	c.render(w, r, sessionFrom(r), http.StatusOK, "overview", map[string]any{
-		"Status": doc, "Audit": c.audit.latest(20), "Now": c.g.clock.Now(),
+		"Status": doc, "Audit": c.audit.latest(20), "Now": c.g.clock.Now(), "History": history,
 	})
+}
+
+// sparkline draws shares in [0, 1] (-1: no calls) as a small inline SVG bar chart, the
+// oldest first, with a text alternative for screen readers. It writes numbers only, so its
+// output is safe HTML.
+func sparkline(shares []float64) template.HTML {
+	const w, h, bar = 96, 20, 8
+	var b strings.Builder
+	desc := make([]string, 0, len(shares))
+	fmt.Fprintf(&b, `<svg class="spark" width="%d" height="%d" viewBox="0 0 %d %d" role="img"><title>`, w, h, w, h)
+	for _, v := range shares {
+		if v < 0 {
+			desc = append(desc, "none")
+		} else {
+			desc = append(desc, strconv.Itoa(int(v*100+0.5))+"%")
+		}
+	}
+	b.WriteString("fallback share per 5 s over the last minute: " + strings.Join(desc, ", ") + "</title>")
+	for i, v := range shares {
+		if v < 0 {
+			continue
+		}
+		bh := max(1, int(v*h+0.5))
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d"></rect>`, i*bar, h-bh, bar-1, bh)
+	}
+	b.WriteString("</svg>")
+	return template.HTML(b.String())
 }
 
 // flagRow is one task of the flags page.

@@ -416,3 +416,17 @@ func TestConsoleNoSecretInAnyPage(t *testing.T) {
 	_, body = op.get("/ui/flags")
 	check("the operator's refusal", body)
 }
+
+// TestConsoleSparkline: the overview's chart has a bar per 5 s bucket with calls, its height
+// the share, and says the shares in words.
+func TestConsoleSparkline(t *testing.T) {
+	got := string(sparkline([]float64{-1, 0, 0.5, 1}))
+	for _, want := range []string{`role="img"`, "none, 0%, 50%, 100%", `height="10"`, `height="20"`, `height="1"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("sparkline %s: no %q", got, want)
+		}
+	}
+	if n := strings.Count(got, "<rect"); n != 3 {
+		t.Errorf("%d bars, want 3 (none for the bucket without calls)", n)
+	}
+}
