@@ -243,21 +243,7 @@ func (p *Postgres) Stats(ctx context.Context) (map[string]TaskStats, error) {
 		return nil, fmt.Errorf("review: stats: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]TaskStats{}
-	for rows.Next() {
-		var (
-			name                  string
-			pending, total, first int64
-		)
-		if err := rows.Scan(&name, &pending, &total, &first); err != nil {
-			return nil, fmt.Errorf("review: stats: %w", err)
-		}
-		out[name] = TaskStats{Pending: int(pending), Claimed: int(total - pending), Oldest: timeOf(first)}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("review: stats: %w", err)
-	}
-	return out, nil
+	return scanStats(rows)
 }
 
 // refreshTask publishes one task's depth after a write, from its afloat_review_depth row

@@ -243,21 +243,7 @@ func (s *SQLite) stats(ctx context.Context, task string) (map[string]TaskStats, 
 		return nil, fmt.Errorf("review: stats: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]TaskStats{}
-	for rows.Next() {
-		var (
-			name                  string
-			pending, total, first int64
-		)
-		if err := rows.Scan(&name, &pending, &total, &first); err != nil {
-			return nil, fmt.Errorf("review: stats: %w", err)
-		}
-		out[name] = TaskStats{Pending: int(pending), Claimed: int(total - pending), Oldest: timeOf(first)}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("review: stats: %w", err)
-	}
-	return out, nil
+	return scanStats(rows)
 }
 
 // refreshTask publishes one task's depth after a write, from the task_depth row and the
@@ -300,4 +286,31 @@ func (s *SQLite) refreshAll(ctx context.Context) error {
 		s.meter.depth(task, st)
 	}
 	return nil
+}
+
+// statRows are the rows of a stats query, as database/sql and pgx give them: task, pending
+// count, unanswered count and the oldest creation time in Unix nanoseconds.
+type statRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// scanStats reads the rows of a stats query, for SQLite and PostgreSQL alike.
+func scanStats(rows statRows) (map[string]TaskStats, error) {
+	out := map[string]TaskStats{}
+	for rows.Next() {
+		var (
+			name                  string
+			pending, total, first int64
+		)
+		if err := rows.Scan(&name, &pending, &total, &first); err != nil {
+			return nil, fmt.Errorf("review: stats: %w", err)
+		}
+		out[name] = TaskStats{Pending: int(pending), Claimed: int(total - pending), Oldest: timeOf(first)}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("review: stats: %w", err)
+	}
+	return out, nil
 }
