@@ -122,15 +122,16 @@ func (g *Gateway) postDrill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kind, name, _ := strings.Cut(d.Scope, ":")
-	_, task := g.cfg.Tasks[name]
-	_, route := g.cfg.Routes[name]
+	tab := g.served()
+	_, task := tab.tasks[name]
+	_, route := tab.routes[name]
 	switch {
 	case kind == "task" && task, kind == "route" && route:
 	default:
 		writeError(w, http.StatusBadRequest, "unknown_scope", fmt.Sprintf("scope %q: want task:NAME or route:NAME of this gateway's config", d.Scope))
 		return
 	}
-	if _, ok := g.cfg.Faults[d.Provider]; !ok {
+	if _, ok := tab.faults[d.Provider]; !ok {
 		writeError(w, http.StatusBadRequest, "unknown_provider", fmt.Sprintf("no provider %q", d.Provider))
 		return
 	}
@@ -162,7 +163,8 @@ func (g *Gateway) status(w http.ResponseWriter, r *http.Request) {
 
 // statusOf builds the /admin/status document, which the console's overview shows too.
 func (g *Gateway) statusOf(ctx context.Context) statusDoc {
-	e := g.cfg.Engine
+	tab := g.served()
+	e := tab.engine
 	doc := statusDoc{Providers: map[string]providerStatus{}, Tasks: map[string]taskStatus{}, Routes: map[string]routeStatus{}, Alerts: g.firingAlerts()}
 	for _, name := range e.Providers() {
 		snap := e.Breaker(name).Snapshot(ctx)
@@ -179,7 +181,7 @@ func (g *Gateway) statusOf(ctx context.Context) statusDoc {
 			u := snap.RampUntil.UTC()
 			ps.RampUntil = &u
 		}
-		if f, ok := g.cfg.Faults[name]; ok {
+		if f, ok := tab.faults[name]; ok {
 			ps.Fault = viewFault(f)
 		}
 		doc.Providers[name] = ps
@@ -200,12 +202,12 @@ func (g *Gateway) statusOf(ctx context.Context) statusDoc {
 	if g.cfg.State != nil {
 		drills = g.cfg.State.Drills()
 	}
-	for name, t := range g.cfg.Tasks {
+	for name, t := range tab.tasks {
 		ts := taskStatus{Inputs: t.Inputs(), Criticality: t.Criticality().String(), Policy: string(t.Policy()), FallbackShare: t.FallbackShare(), Cost: costOf(t.Spend())}
 		ts.LastDrill, ts.DrillStale = g.drillOf(drills["task:"+name])
 		doc.Tasks[name] = ts
 	}
-	for name, rt := range g.cfg.Routes {
+	for name, rt := range tab.routes {
 		rs := routeStatus{Criticality: rt.Criticality().String(), FallbackShare: rt.FallbackShare(), Cost: costOf(rt.Spend())}
 		rs.LastDrill, rs.DrillStale = g.drillOf(drills["route:"+name])
 		doc.Routes[name] = rs
@@ -234,10 +236,11 @@ func (g *Gateway) fullFlags(d *flags.Document) *flags.Document {
 		tf.RolloutPct = &p
 		out.Tasks[name] = tf
 	}
-	for name := range g.cfg.Tasks {
+	tab := g.served()
+	for name := range tab.tasks {
 		fill(name)
 	}
-	for name := range g.cfg.Routes {
+	for name := range tab.routes {
 		fill(name)
 	}
 	return out
@@ -268,10 +271,9 @@ func (g *Gateway) putFlags(w http.ResponseWriter, r *http.Request) {
 	if !decodeStrict(w, r, &doc) {
 		return
 	}
+	tab := g.served()
 	for name := range doc.Tasks {
-		_, task := g.cfg.Tasks[name]
-		_, route := g.cfg.Routes[name]
-		if !task && !route {
+		if !tab.known(name) {
 			writeError(w, http.StatusBadRequest, "unknown_task", fmt.Sprintf("tasks.%s: the config has no task or route %q", name, name))
 			return
 		}
@@ -390,10 +392,9 @@ func (g *Gateway) checkFlagPatch(patch []byte) *badPatch {
 	if err := json.Unmarshal(raw, &tasks); err != nil {
 		return &badPatch{"invalid_flags", fmt.Errorf("tasks: want an object of tasks: %v", err)}
 	}
+	tab := g.served()
 	for name := range tasks {
-		_, task := g.cfg.Tasks[name]
-		_, route := g.cfg.Routes[name]
-		if !task && !route {
+		if !tab.known(name) {
 			return &badPatch{"unknown_task", fmt.Errorf("tasks.%s: the config has no task or route %q", name, name)}
 		}
 	}
@@ -496,7 +497,7 @@ func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
 
 func (g *Gateway) putBreaker(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("provider")
-	br := g.cfg.Engine.Breaker(name)
+	br := g.served().engine.Breaker(name)
 	if br == nil {
 		writeError(w, http.StatusNotFound, "unknown_provider", fmt.Sprintf("no provider %q", name))
 		return
@@ -526,7 +527,7 @@ func (g *Gateway) putBreaker(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gateway) putFault(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("provider")
-	f, ok := g.cfg.Faults[name]
+	f, ok := g.served().faults[name]
 	if !ok {
 		writeError(w, http.StatusNotFound, "unknown_provider", fmt.Sprintf("no provider %q", name))
 		return
@@ -576,7 +577,7 @@ func (g *Gateway) setFault(w http.ResponseWriter, r *http.Request, name string, 
 
 func (g *Gateway) deleteFault(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("provider")
-	f, ok := g.cfg.Faults[name]
+	f, ok := g.served().faults[name]
 	if !ok {
 		writeError(w, http.StatusNotFound, "unknown_provider", fmt.Sprintf("no provider %q", name))
 		return

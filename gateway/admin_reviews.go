@@ -305,7 +305,7 @@ func (g *Gateway) resolveReview(w http.ResponseWriter, r *http.Request) {
 		g.reviewError(w, r, id, &review.ConflictError{ID: id, Status: it.Status, Operator: it.Operator})
 		return
 	}
-	task, ok := g.cfg.Tasks[it.Task]
+	task, ok := g.served().tasks[it.Task]
 	if !ok {
 		writeError(w, http.StatusConflict, "unknown_task",
 			fmt.Sprintf("review %s belongs to task %s, which this gateway's config does not have: its answer cannot be validated", id, it.Task))

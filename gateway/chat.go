@@ -290,7 +290,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 		writeChatError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error(), pe.param)
 		return
 	}
-	route, ok := g.cfg.Routes[cr.Model]
+	route, ok := g.served().routes[cr.Model]
 	if !ok {
 		writeChatError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
 			fmt.Sprintf("no route %q: the model field names an afloat route", cr.Model), "model")
@@ -385,7 +385,7 @@ func (g *Gateway) retryAfter(ctx context.Context, rep *cascade.Reply) time.Durat
 			continue
 		}
 		seen[a.Provider] = true
-		br := g.cfg.Engine.Breaker(a.Provider)
+		br := g.served().engine.Breaker(a.Provider)
 		if br == nil {
 			continue
 		}
@@ -638,8 +638,9 @@ func (g *Gateway) modelOf(name string) modelJSON {
 // models answers GET /v1/models: the routes, by name, in OpenAI's list shape. Every tenant
 // sees every route, as every tenant may call them.
 func (g *Gateway) models(w http.ResponseWriter, r *http.Request) {
-	names := make([]string, 0, len(g.cfg.Routes))
-	for name := range g.cfg.Routes {
+	routes := g.served().routes
+	names := make([]string, 0, len(routes))
+	for name := range routes {
 		names = append(names, name)
 	}
 	slices.Sort(names)
@@ -653,7 +654,7 @@ func (g *Gateway) models(w http.ResponseWriter, r *http.Request) {
 // model answers GET /v1/models/{model}: one route, or 404 in OpenAI's shape.
 func (g *Gateway) model(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("model")
-	if _, ok := g.cfg.Routes[name]; !ok {
+	if _, ok := g.served().routes[name]; !ok {
 		writeChatError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
 			fmt.Sprintf("no route %q: a model is an afloat route", name), "model")
 		return

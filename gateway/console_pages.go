@@ -25,10 +25,11 @@ var faultModes = []string{"unavailable", "timeout", "slow", "malformed", "reset"
 func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 	doc := c.g.statusOf(r.Context())
 	history := map[string][]float64{}
-	for name, t := range c.g.cfg.Tasks {
+	tab := c.g.served()
+	for name, t := range tab.tasks {
 		history[name] = t.FallbackHistory()
 	}
-	for name, rt := range c.g.cfg.Routes {
+	for name, rt := range tab.routes {
 		history[name] = rt.FallbackHistory()
 	}
 	c.render(w, r, sessionFrom(r), http.StatusOK, "overview", map[string]any{
@@ -189,7 +190,7 @@ func (c *console) renderBreakers(w http.ResponseWriter, r *http.Request, status 
 	}
 	slices.SortFunc(rows, func(a, b providerRow) int { return strings.Compare(a.Name, b.Name) })
 	c.render(w, r, sessionFrom(r), status, "breakers", map[string]any{
-		"Providers": rows, "Modes": faultModes, "Faults": c.g.cfg.Faults != nil,
+		"Providers": rows, "Modes": faultModes, "Faults": c.g.served().faults != nil,
 		"Error": errMsg, "Done": r.URL.Query().Get("done") != "",
 	})
 }

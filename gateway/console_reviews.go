@@ -48,7 +48,7 @@ func (c *console) queue(r *http.Request) ([]queueRow, error) {
 // expectedBy is when an operator is due to answer it: its task's review_sla after it was
 // queued; zero when this gateway does not know the task.
 func (c *console) expectedBy(it *review.Item) time.Time {
-	t, ok := c.g.cfg.Tasks[it.Task]
+	t, ok := c.g.served().tasks[it.Task]
 	if !ok {
 		return time.Time{}
 	}
@@ -120,7 +120,7 @@ func (c *console) showItem(w http.ResponseWriter, r *http.Request, status int, f
 	}
 	if form == nil {
 		form = &reviewForm{Done: r.URL.Query().Get("done")}
-		if t, ok := c.g.cfg.Tasks[it.Task]; ok {
+		if t, ok := c.g.served().tasks[it.Task]; ok {
 			form.Fields, form.Flat = schemaForm(t.Contract().Schema())
 		}
 	}
@@ -156,7 +156,7 @@ func (c *console) changeReview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var result json.RawMessage
-		if t, ok := c.g.cfg.Tasks[it.Task]; ok {
+		if t, ok := c.g.served().tasks[it.Task]; ok {
 			form.Fields, form.Flat = schemaForm(t.Contract().Schema())
 		}
 		if form.Flat {
@@ -199,7 +199,7 @@ func (c *console) changeReview(w http.ResponseWriter, r *http.Request) {
 		if action != "resolve" {
 			form = &reviewForm{Errors: form.Errors, Reason: form.Reason}
 			if it, err := c.g.cfg.Review.Lookup(r.Context(), id); err == nil {
-				if t, ok := c.g.cfg.Tasks[it.Task]; ok {
+				if t, ok := c.g.served().tasks[it.Task]; ok {
 					form.Fields, form.Flat = schemaForm(t.Contract().Schema())
 				}
 			}

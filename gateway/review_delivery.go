@@ -40,7 +40,7 @@ func viewDelivery(d review.Delivery) *deliveryView {
 // review_sla unanswered (a task this gateway does not know has no SLA here).
 func (g *Gateway) view(it *review.Item, full bool) reviewItem {
 	v := viewItem(it, full)
-	if t, ok := g.cfg.Tasks[it.Task]; ok {
+	if t, ok := g.served().tasks[it.Task]; ok {
 		v.Overdue = it.Overdue(t.ReviewSLA(), g.clock.Now())
 	}
 	return v

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/afloat-dev/afloat/cascade"
@@ -125,6 +126,8 @@ type Gateway struct {
 	flagDefaults *flags.Document
 	// readyz is the last readiness probe, which /readyz answers from.
 	readyz readyCache
+	// table holds what is served by name (served.go).
+	table atomic.Pointer[served]
 }
 
 type tenantKey struct {
@@ -155,6 +158,7 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.Gatherer = prometheus.NewRegistry()
 	}
 	g := &Gateway{cfg: cfg, clock: cfg.Clock, log: cfg.Logger}
+	g.table.Store(&served{engine: cfg.Engine, tasks: cfg.Tasks, routes: cfg.Routes, faults: cfg.Faults})
 	if g.clock == nil {
 		g.clock = clockwork.NewRealClock()
 	}

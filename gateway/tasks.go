@@ -91,7 +91,7 @@ func article(kind string) string {
 
 func (g *Gateway) task(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("task")
-	t, ok := g.cfg.Tasks[name]
+	t, ok := g.served().tasks[name]
 	if !ok {
 		writeError(w, http.StatusNotFound, "unknown_task", fmt.Sprintf("no task %q", name))
 		return
