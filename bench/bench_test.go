@@ -8,6 +8,15 @@ import (
 	"testing"
 )
 
+// TestMain lets the test binary stand in for the bench program when a scenario starts a hop
+// in a process of its own: startChild runs os.Executable() with -serve.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "-serve" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
 // TestQuickRun runs every scenario in -quick mode with its durations cut to a tenth, so
 // that the tool keeps building, starting its gateways and reporting. Its figures are not
 // checked: performance is measured by `go run ./bench`, never asserted in tests.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/config"
@@ -126,44 +127,77 @@ func (c gwConfig) yaml() string {
 	return b.String()
 }
 
-// instance is one afloat gateway built in this process, as `afloat serve` assembles it,
-// serving on a free loopback port.
+// instance is one afloat gateway, as `afloat serve` assembles it, serving on a free loopback
+// port: built in this process (rt is set), or in a process of its own (proc is set).
 type instance struct {
-	URL string
-	rt  *config.Runtime
-	srv *http.Server
-	dir string
+	URL  string
+	rt   *config.Runtime
+	srv  *http.Server
+	proc *child
+	dir  string
 }
 
-// startGateway writes the config and the triage files to a temporary folder, builds the
-// runtime and serves the gateway on 127.0.0.1:0.
+// startGateway writes the config and the triage files to a temporary folder and serves the
+// gateway from it in this process.
 func startGateway(c gwConfig) (*instance, error) {
-	dir, err := os.MkdirTemp("", "afloat-bench-")
+	dir, err := writeGatewayDir(c)
 	if err != nil {
 		return nil, err
+	}
+	g, err := serveGateway(dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("gateway config:\n%s\n%w", c.yaml(), err)
+	}
+	return g, nil
+}
+
+// startGatewayProcess is startGateway in a process of its own (bench -serve gateway DIR).
+func startGatewayProcess(c gwConfig) (*instance, error) {
+	dir, err := writeGatewayDir(c)
+	if err != nil {
+		return nil, err
+	}
+	proc, err := startChild("gateway", dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("gateway config:\n%s\n%w", c.yaml(), err)
+	}
+	return &instance{URL: proc.URL, proc: proc, dir: dir}, nil
+}
+
+// writeGatewayDir writes a gateway's config and files to a new temporary folder.
+func writeGatewayDir(c gwConfig) (string, error) {
+	dir, err := os.MkdirTemp("", "afloat-bench-")
+	if err != nil {
+		return "", err
 	}
 	files := map[string]string{"schemas/triage.json": triageSchema, "prompts/triage.v1.tmpl": triagePrompt, "afloat.yaml": c.yaml()}
 	for name, body := range files {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, err
+			_ = os.RemoveAll(dir)
+			return "", err
 		}
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			return nil, err
+			_ = os.RemoveAll(dir)
+			return "", err
 		}
 	}
-	fail := func(err error) (*instance, error) {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("gateway config:\n%s\n%w", files["afloat.yaml"], err)
-	}
-	f, err := config.Parse([]byte(files["afloat.yaml"]), dir, nil)
+	return dir, nil
+}
+
+// serveGateway builds the runtime from dir/afloat.yaml and serves the gateway on
+// 127.0.0.1:0 in this process.
+func serveGateway(dir string) (*instance, error) {
+	f, err := config.Load(filepath.Join(dir, "afloat.yaml"))
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	log := slog.New(slog.DiscardHandler)
 	rt, err := f.Build(config.BuildOptions{Logger: log})
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	// The assembly of cmd/afloat/serve.go, with no tenants (open access on loopback).
 	gw, err := gateway.New(gateway.Config{
@@ -174,12 +208,12 @@ func startGateway(c gwConfig) (*instance, error) {
 	})
 	if err != nil {
 		_ = rt.Close()
-		return fail(err)
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		_ = rt.Close()
-		return fail(err)
+		return nil, err
 	}
 	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	go func() { _ = srv.Serve(ln) }()
@@ -188,9 +222,36 @@ func startGateway(c gwConfig) (*instance, error) {
 
 // Close stops the gateway, closes its runtime and removes its folder.
 func (g *instance) Close() {
-	_ = g.srv.Close()
-	_ = g.rt.Close()
+	if g.proc != nil {
+		g.proc.Close()
+	} else {
+		_ = g.srv.Close()
+		_ = g.rt.Close()
+	}
 	_ = os.RemoveAll(g.dir)
+}
+
+// metrics is what the gateway's /metrics says: its registry in this process, or a scrape.
+func (g *instance) metrics() prometheus.Gatherer {
+	if g.rt != nil {
+		return g.rt.Registry
+	}
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		resp, err := http.Get(g.URL + "/metrics")
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		fams, err := parseMetrics(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*dto.MetricFamily, 0, len(fams))
+		for _, f := range fams {
+			out = append(out, f)
+		}
+		return out, nil
+	})
 }
 
 // Breaker returns the state of a provider's breaker now.
@@ -201,7 +262,7 @@ func (g *instance) Breaker(provider string) breaker.Snapshot {
 // Opened is how many times the provider's breaker opened (afloat_circuit_opened_total).
 func (g *instance) Opened(provider string) int {
 	n := 0
-	for _, v := range counters(g.rt.Registry, "afloat_circuit_opened_total", provider, "provider") {
+	for _, v := range counters(g.metrics(), "afloat_circuit_opened_total", provider, "provider") {
 		n += int(v)
 	}
 	return n
@@ -210,7 +271,7 @@ func (g *instance) Opened(provider string) int {
 // Attempts is the provider's afloat_attempts_total by outcome.
 func (g *instance) Attempts(provider string) map[string]int {
 	out := map[string]int{}
-	for k, v := range counters(g.rt.Registry, "afloat_attempts_total", provider, "outcome") {
+	for k, v := range counters(g.metrics(), "afloat_attempts_total", provider, "outcome") {
 		out[k] += int(v)
 	}
 	return out

@@ -80,6 +80,9 @@ type OpenLoop struct {
 	Grace time.Duration
 	// OnStart, when set, is called with the start time before the first request.
 	OnStart func(start time.Time)
+	// Hop is the process id of the hop under test when it runs in a process of its own: its
+	// CPU and peak RSS are measured too (Usage.Hop). 0 means none.
+	Hop int
 }
 
 // Run runs the loop until every request was answered or cancelled, or ctx ends.
@@ -99,7 +102,7 @@ func (o OpenLoop) Run(ctx context.Context, call Call) *Run {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	m := startMeter()
+	m := startMeter(o.Hop)
 	start := time.Now().Add(time.Millisecond)
 	if o.OnStart != nil {
 		o.OnStart(start)
@@ -162,6 +165,8 @@ func (o OpenLoop) Run(ctx context.Context, call Call) *Run {
 type ClosedLoop struct {
 	Workers  int
 	Duration time.Duration
+	// Hop is as OpenLoop's.
+	Hop int
 }
 
 // Run runs the loop for Duration, then waits for the requests in flight.
@@ -170,7 +175,7 @@ func (c ClosedLoop) Run(ctx context.Context, call Call) *Run {
 	defer cancel()
 	stop := time.AfterFunc(c.Duration+5*time.Second, cancel) // a hung request cannot hang the run
 	defer stop.Stop()
-	m := startMeter()
+	m := startMeter(c.Hop)
 	start := time.Now()
 	end := start.Add(c.Duration)
 	per := make([][]Outcome, c.Workers)

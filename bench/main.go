@@ -1,7 +1,8 @@
-// Command bench runs afloat's load benchmarks in one process: a fast OpenAI-compatible
-// mock upstream, the afloat gateway built from a config as `afloat serve` builds it, a bare
-// reverse proxy for comparison, and an open-loop load generator, all on 127.0.0.1. It
-// prints a markdown report, each figure beside its target, and draws the outage to a PNG.
+// Command bench runs afloat's load benchmarks: a fast OpenAI-compatible mock upstream, the
+// afloat gateway built from a config as `afloat serve` builds it, a bare reverse proxy for
+// comparison, and an open-loop load generator, all on 127.0.0.1; the proxy and the gateway
+// run in processes of their own where their CPU and memory are measured. It prints a
+// markdown report, each figure beside its target, and draws the outage to a PNG.
 //
 //	go run ./bench                                  # every scenario, about 6 minutes
 //	go run ./bench -quick                           # a short smoke run
@@ -46,6 +47,8 @@ type plan struct {
 	scale float64
 	// out is the path of the outage's PNG.
 	out string
+	// heapProfile, when set, is where the streams scenario writes the gateway's heap profile.
+	heapProfile string
 }
 
 // dur returns a phase's duration: full in a full run, quick in a quick one, times the scale.
@@ -79,8 +82,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	quick := fs.Bool("quick", false, "a short smoke run: one repetition, short phases, 200 streams")
 	out := fs.String("out", "docs/outage.png", "where the outage scenario draws its PNG")
 	pprofAddr := fs.String("pprof", "", "serve the Go profiler (/debug/pprof/) on this loopback address while the benchmarks run")
+	heapProfile := fs.String("streams-heap", "", "write a heap profile of the gateway's process to this file once every stream has started (streams scenario)")
+	serve := fs.String("serve", "", "internal: serve one hop (proxy TARGET_URL, or gateway DIR) in this process, for the benchmarks that measure it on its own")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *serve != "" {
+		if err := serveChild(*serve, fs.Arg(0), stdout); err != nil {
+			fmt.Fprintf(stderr, "bench -serve %s: %v\n", *serve, err)
+			return 1
+		}
+		return 0
 	}
 	if *scale <= 0 {
 		fmt.Fprintln(stderr, "bench: -duration must be positive")
@@ -114,7 +126,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer closeProfiler()
 	}
 
-	p := plan{quick: *quick, scale: *scale, out: *out}
+	p := plan{quick: *quick, scale: *scale, out: *out, heapProfile: *heapProfile}
 	r := &report{w: stdout, log: stderr}
 	mode := "full"
 	if p.quick {
@@ -124,7 +136,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	r.printf("`go run ./bench %s` — %s, %s run, duration scale %g; %d CPUs (GOMAXPROCS %d), %s/%s, %s.\n",
 		strings.Join(args, " "), time.Now().Format("2006-01-02 15:04 MST"), mode, p.scale,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
-	r.printf("The mock upstream, the load generator, the bare proxy and the gateway share this one process and its cores. "+
+	r.printf("The mock upstreams and the load generator run in this process; the bare proxy and the gateway in processes of their own "+
+		"for overhead, failfast and streams, in this one for outage, brownout and fleet; all share the machine's cores. "+
 		"Load average at the start: %s.\n\n", loadavg())
 	code := 0
 	for _, s := range chosen {

@@ -16,8 +16,9 @@ import (
 	"time"
 )
 
-// Usage is what the whole process used over a run. The mock upstream, the load generator,
-// the proxy and the gateway share the process, so a hop's own share is found by subtracting
+// Usage is what the whole process used over a run, and the hop's own process, when the hop
+// runs in one (child.go). In the one process the mock upstream and the load generator (and
+// the hop, when it runs there too) share it, so a hop's share there is found by subtracting
 // a run without the hop (the direct call), measured the same way.
 type Usage struct {
 	// CPU is user plus system CPU time (getrusage(RUSAGE_SELF)).
@@ -31,6 +32,12 @@ type Usage struct {
 	// StartRSS is the resident set at the start of the run, once the heap was returned to
 	// the OS: what the process holds before the run adds to it.
 	StartRSS uint64
+	// Hop is the hop's own process's CPU time and peak RSS (reset at the start of the run,
+	// when PeakReset), StartRSS its resident set then; zero when the hop runs in this process.
+	Hop struct {
+		CPU               time.Duration
+		PeakRSS, StartRSS uint64
+	}
 }
 
 // meter measures one run's Usage.
@@ -38,18 +45,37 @@ type meter struct {
 	cpu   time.Duration
 	reset bool
 	rss   uint64
+	// hop is the hop's process id (0: none) and its CPU time at the start.
+	hop    int
+	hopCPU time.Duration
+	hopRSS uint64
 }
 
 // startMeter returns the heap to the OS (so that memory the previous run left behind does
-// not count as this one's), resets the process's peak RSS, and reads the CPU clock.
-func startMeter() meter {
+// not count as this one's), resets the peak RSS of this process and of the hop's (pid hop,
+// 0 for none), and reads their CPU clocks.
+func startMeter(hop int) meter {
 	runtime.GC()
 	debug.FreeOSMemory()
-	return meter{cpu: cpuTime(), reset: resetPeakRSS() == nil, rss: statusKB("VmRSS:") * 1024}
+	m := meter{cpu: cpuTime(), reset: resetPeakRSS("self") == nil, rss: statusKB("self", "VmRSS:") * 1024, hop: hop}
+	if hop != 0 {
+		pid := strconv.Itoa(hop)
+		m.reset = m.reset && resetPeakRSS(pid) == nil
+		m.hopCPU, _ = procCPU(hop)
+		m.hopRSS = statusKB(pid, "VmRSS:") * 1024
+	}
+	return m
 }
 
 func (m meter) stop() Usage {
-	return Usage{CPU: cpuTime() - m.cpu, PeakRSS: peakRSS(), PeakReset: m.reset, StartRSS: m.rss}
+	u := Usage{CPU: cpuTime() - m.cpu, PeakRSS: statusKB("self", "VmHWM:") * 1024, PeakReset: m.reset, StartRSS: m.rss}
+	if m.hop != 0 {
+		cpu, _ := procCPU(m.hop)
+		u.Hop.CPU = cpu - m.hopCPU
+		u.Hop.PeakRSS = statusKB(strconv.Itoa(m.hop), "VmHWM:") * 1024
+		u.Hop.StartRSS = m.hopRSS
+	}
+	return u
 }
 
 // cpuTime is the process's user plus system CPU time so far.
@@ -61,17 +87,16 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// resetPeakRSS resets VmHWM to the current RSS (Linux ≥ 4.0: "5" to clear_refs).
-func resetPeakRSS() error {
-	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+// resetPeakRSS resets the VmHWM of process pid ("self" or a number) to its current RSS
+// (Linux ≥ 4.0: "5" to clear_refs).
+func resetPeakRSS(pid string) error {
+	return os.WriteFile("/proc/"+pid+"/clear_refs", []byte("5"), 0)
 }
 
-// peakRSS reads VmHWM from /proc/self/status; 0 where there is none.
-func peakRSS() uint64 { return statusKB("VmHWM:") * 1024 }
-
-// statusKB reads one "kB" field of /proc/self/status.
-func statusKB(field string) uint64 {
-	f, err := os.Open("/proc/self/status")
+// statusKB reads one "kB" field of /proc/PID/status (pid "self" or a number); 0 where there
+// is none.
+func statusKB(pid, field string) uint64 {
+	f, err := os.Open("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}

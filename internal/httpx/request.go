@@ -40,15 +40,24 @@ func NewJSONRequest(ctx context.Context, url string, payload []byte, stream bool
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	// Room for these, the credentials, a request id and a trace context without growing.
+	req.Header = make(http.Header, 6)
+	req.Header["Content-Type"] = jsonValue
 	injectTrace(ctx, req.Header)
 	if stream {
-		req.Header.Set("Accept", "text/event-stream")
+		req.Header["Accept"] = eventStreamValue
 	} else {
-		req.Header.Set("Accept", "application/json")
+		req.Header["Accept"] = jsonValue
 	}
 	return req, nil
 }
+
+// jsonValue and eventStreamValue are header values set by assignment (the keys are
+// canonical), allocated once: nothing on the way to the wire changes a value in place.
+var (
+	jsonValue        = []string{"application/json"}
+	eventStreamValue = []string{"text/event-stream"}
+)
 
 // NewGetRequest builds a GET of url accepting JSON, for a probe of a provider (its models
 // list). The caller adds its credentials.

@@ -34,8 +34,6 @@ func (c *Client) Stream(ctx context.Context, req *afloat.Request) (afloat.Stream
 const (
 	// maxLine bounds one SSE line; a longer one is treated as a broken stream.
 	maxLine = 4 << 20
-	// initialLine is the scanner's starting buffer: most chunks are a few hundred bytes.
-	initialLine = 16 << 10
 )
 
 // stream reads one SSE answer: httpx.Stream runs the loop, the methods below read and decode
@@ -62,7 +60,7 @@ type partialCall struct {
 
 func newStream(c *Client, resp *http.Response) *stream {
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, initialLine), maxLine)
+	sc.Buffer(make([]byte, 0, httpx.InitialLine), maxLine)
 	s := &stream{c: c, status: resp.StatusCode, lines: sc, byIndex: map[int]int{}}
 	s.Stream = &httpx.Stream{Provider: c.name, Response: resp, Next: s.nextEvent,
 		MaxLine: maxLine, End: "[DONE]", Decoder: s}
