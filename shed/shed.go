@@ -1,0 +1,164 @@
+// Package shed decides which calls afloat sheds when it is itself saturated: not when a
+// provider is slow (the cascade and its breakers handle that, and a slow provider holds
+// calls in flight without costing CPU), but when the process has more runnable work than
+// cores, which shows first as goroutines waiting to be scheduled.
+//
+// The signal is the Go scheduler's own: the 99th percentile of the time goroutines spent
+// runnable before they ran (runtime/metrics "/sched/latencies:seconds"), over the last
+// window. Above the threshold the process is saturated and enrichment calls are shed; above
+// twice the threshold assistance calls are shed too; critical calls are never shed, so that
+// they never wait behind enrichment. A shed call costs no provider call and says nothing of
+// any provider.
+package shed
+
+import (
+	"context"
+	"math"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+)
+
+// Level is how saturated the process is.
+type Level int
+
+const (
+	// Normal: nothing is shed.
+	Normal Level = iota
+	// Saturated: enrichment is shed.
+	Saturated
+	// Overloaded: enrichment and assistance are shed.
+	Overloaded
+)
+
+// Shedder admits or sheds calls by their criticality. The zero value and nil admit every
+// call. It is safe for concurrent use.
+type Shedder struct {
+	threshold time.Duration
+	pressure  func() time.Duration
+}
+
+// New returns a Shedder that reads the scheduling latency from pressure (a Sampler's
+// Latency, or a test's) and sheds above threshold. A threshold ≤ 0 turns shedding off.
+func New(threshold time.Duration, pressure func() time.Duration) *Shedder {
+	return &Shedder{threshold: threshold, pressure: pressure}
+}
+
+// Level is the saturation now.
+func (s *Shedder) Level() Level {
+	if s == nil || s.threshold <= 0 || s.pressure == nil {
+		return Normal
+	}
+	switch p := s.pressure(); {
+	case p >= 2*s.threshold:
+		return Overloaded
+	case p >= s.threshold:
+		return Saturated
+	}
+	return Normal
+}
+
+// Shed reports whether a call of criticality c is shed now.
+func (s *Shedder) Shed(c afloat.Criticality) bool {
+	switch s.Level() {
+	case Overloaded:
+		return c != afloat.Critical
+	case Saturated:
+		return c == afloat.Enrichment
+	}
+	return false
+}
+
+// Sampler measures the scheduling latency: every period it reads the runtime's histogram of
+// the time goroutines waited to run, and keeps the 99th percentile of what was added since
+// the last read.
+type Sampler struct {
+	p99    atomic.Int64 // nanoseconds
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+	sample []metrics.Sample
+	last   []uint64
+}
+
+// schedLatencies is the runtime metric read.
+const schedLatencies = "/sched/latencies:seconds"
+
+// NewSampler starts a Sampler reading every period (0 means 250 ms) until Close or ctx ends.
+func NewSampler(ctx context.Context, period time.Duration) *Sampler {
+	if period <= 0 {
+		period = 250 * time.Millisecond
+	}
+	s := &Sampler{stop: make(chan struct{}), done: make(chan struct{}), sample: []metrics.Sample{{Name: schedLatencies}}}
+	s.read() // the baseline: what the runtime counted before now is not this window's
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				s.p99.Store(int64(s.read()))
+			case <-s.stop:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// Latency is the 99th percentile of the scheduling latency over the last period.
+func (s *Sampler) Latency() time.Duration { return time.Duration(s.p99.Load()) }
+
+// Close stops the sampler.
+func (s *Sampler) Close() {
+	s.once.Do(func() { close(s.stop) })
+	<-s.done
+}
+
+// read returns the 99th percentile of the latencies counted since the last read.
+func (s *Sampler) read() time.Duration {
+	metrics.Read(s.sample)
+	if s.sample[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return 0
+	}
+	h := s.sample[0].Value.Float64Histogram()
+	if len(s.last) != len(h.Counts) {
+		s.last = make([]uint64, len(h.Counts))
+		copy(s.last, h.Counts)
+		return 0
+	}
+	return quantile(h.Buckets, h.Counts, s.last, 0.99)
+}
+
+// quantile returns the q quantile of the counts added since last (the lower bound of its
+// bucket; a bucket's bounds are buckets[i] and buckets[i+1]) and moves last to counts.
+func quantile(buckets []float64, counts, last []uint64, q float64) time.Duration {
+	var total uint64
+	for i := range counts {
+		total += counts[i] - last[i]
+	}
+	var at time.Duration
+	if total > 0 {
+		rank := uint64(math.Ceil(q * float64(total)))
+		var seen uint64
+		for i := range counts {
+			seen += counts[i] - last[i]
+			if seen >= rank {
+				lo := buckets[i]
+				if math.IsInf(lo, -1) {
+					lo = 0
+				}
+				at = time.Duration(lo * float64(time.Second))
+				break
+			}
+		}
+	}
+	copy(last, counts)
+	return at
+}
