@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/DataDog/sketches-go v1.4.8
+	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/goccy/go-yaml v1.19.2
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/kaptinlin/jsonrepair v0.2.15
@@ -14,7 +15,15 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require go.uber.org/mock v0.6.0 // indirect
+require (
+	github.com/bahlo/generic-list-go v0.2.0 // indirect
+	github.com/buger/jsonparser v1.1.2 // indirect
+	github.com/invopop/jsonschema v0.14.0 // indirect
+	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
+	go.uber.org/mock v0.6.0 // indirect
+	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
+)
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect

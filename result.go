@@ -72,12 +72,16 @@ const (
 var Outcomes = []Outcome{OutcomeOK, OutcomeCircuitOpen, OutcomeDeadline, OutcomeBulkhead, OutcomeTimeout,
 	OutcomeUnavailable, OutcomeRateLimited, OutcomeUnusable, OutcomeClientError, OutcomeContractViolation, OutcomeRefused}
 
-// Reason says why a result is degraded: the outcome of the first tier that did not answer, or
-// ReasonKillSwitch. It is empty when tier 0 answered.
+// Reason says why a result is degraded: the outcome of the first tier that did not answer,
+// ReasonKillSwitch or ReasonShed. It is empty when tier 0 answered.
 type Reason string
 
 // ReasonKillSwitch: a flag turned the task off for this call.
 const ReasonKillSwitch Reason = "kill_switch"
+
+// ReasonShed: afloat itself was saturated and shed the call, the least critical first; no
+// provider was asked, and none is blamed.
+const ReasonShed Reason = "shed"
 
 // OutcomeError classifies a failed call's error into an attempt outcome.
 func OutcomeError(err error) Outcome {

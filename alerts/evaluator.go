@@ -155,13 +155,7 @@ func New(cfg Config) (*Evaluator, error) {
 		e.cfg.DrillMaxAge = DefaultDrillMaxAge
 	}
 	if e.cfg.Providers == nil {
-		for _, t := range cfg.Tasks {
-			for _, p := range t.Providers {
-				if !slices.Contains(e.cfg.Providers, p) {
-					e.cfg.Providers = append(e.cfg.Providers, p)
-				}
-			}
-		}
+		e.cfg.Providers = providersOf(cfg.Tasks)
 	}
 	switch {
 	case len(cfg.Rules) == 0:
@@ -196,6 +190,34 @@ func New(cfg Config) (*Evaluator, error) {
 	}
 	e.hooks = newNotifier(e.cfg, e.clock, e.log, e.delivered)
 	return e, nil
+}
+
+// providersOf returns every provider of tasks, each once, in order.
+func providersOf(tasks []Task) []string {
+	var out []string
+	for _, t := range tasks {
+		for _, p := range t.Providers {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// Retarget replaces the tasks and providers the evaluator watches, as Config's Tasks and
+// Providers (a config reload), from its next evaluation on. Every alert keeps its state: one
+// whose task or provider left stops holding, and resolves after its For as any other.
+func (e *Evaluator) Retarget(tasks []Task, providers []string) {
+	if e == nil {
+		return
+	}
+	if providers == nil {
+		providers = providersOf(tasks)
+	}
+	e.evalMu.Lock()
+	defer e.evalMu.Unlock()
+	e.cfg.Tasks, e.cfg.Providers = tasks, providers
 }
 
 // rule checks one rule against its alert's needs and fills in its defaults.

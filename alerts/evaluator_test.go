@@ -306,6 +306,53 @@ func TestAlertPrimaryOpenAndUnusable(t *testing.T) {
 	}
 }
 
+// TestAlertRetarget: after Retarget (a config reload) the evaluator watches the new tasks'
+// primaries; an alert firing keeps firing while its condition holds and resolves after its
+// For once its task left, and a task added is watched from the next evaluation.
+func TestAlertRetarget(t *testing.T) {
+	ctx := t.Context()
+	fc := clockwork.NewFakeClockAt(t0)
+	brs := breakers{}
+	for _, name := range []string{"primary", "backup"} {
+		b, err := breaker.New(name, breaker.Config{Clock: fc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Force(ctx, breaker.StateOpen); err != nil {
+			t.Fatal(err)
+		}
+		brs[name] = b
+	}
+	ev, err := New(Config{Rules: []Rule{{Name: PrimaryOpen, For: time.Minute}},
+		Tasks: []Task{{Name: "triage", Providers: []string{"primary"}}}, Breakers: brs, Clock: fc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	firing := func() string {
+		var out []string
+		for _, s := range ev.Firing() {
+			out = append(out, s.Scope.String())
+		}
+		return strings.Join(out, "; ")
+	}
+	ev.Evaluate(ctx)
+	fc.Advance(time.Minute)
+	ev.Evaluate(ctx)
+	if got := firing(); got != "task triage, provider primary" {
+		t.Fatalf("before the reload: firing %q", got)
+	}
+	ev.Retarget([]Task{{Name: "summary", Providers: []string{"backup"}}}, nil)
+	ev.Evaluate(ctx)
+	if got := firing(); got != "task triage, provider primary" {
+		t.Fatalf("right after the reload: firing %q, want triage's until it held clear for its minute", got)
+	}
+	fc.Advance(time.Minute)
+	ev.Evaluate(ctx)
+	if got := firing(); got != "task summary, provider backup" {
+		t.Fatalf("a minute after the reload: firing %q, want the new task's alone", got)
+	}
+}
+
 type breakers map[string]*breaker.Breaker
 
 func (b breakers) Breaker(name string) *breaker.Breaker { return b[name] }

@@ -35,14 +35,17 @@ type child struct {
 	done  chan error
 }
 
-// startChild runs this program again with -serve kind arg and waits for the address it
-// listens on. The child exits when its stdin closes (Close, or this process dying).
-func startChild(kind, arg string) (*child, error) {
+// startChild runs this program again with -serve kind arg (env added to its environment) and
+// waits for the address it listens on. The child exits when its stdin closes (Close, or this process dying).
+func startChild(kind, arg string, env ...string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(exe, "-serve", kind, arg)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

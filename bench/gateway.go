@@ -59,8 +59,14 @@ type gwConfig struct {
 	// Routes are chat routes over every provider, in order.
 	Routes []gwRoute
 	// TaskBudget, when set, adds the triage task (enrichment, heuristic rules) over every
-	// provider, in order.
+	// provider, in order; Critical adds the moderation task too (critical, on_exhausted:
+	// block) with the same budget, contract and tiers.
 	TaskBudget time.Duration
+	Critical   bool
+	// TaskExtra is more keys of the tasks (", hedge: {after: p95}"), a line each indented.
+	TaskExtra string
+	// Server is more keys of the server block's flow mapping (", shed_latency: 20ms").
+	Server string
 }
 
 type gwProvider struct {
@@ -75,12 +81,14 @@ type gwRoute struct {
 	Budget time.Duration
 	// Tiers are provider names; nil means every provider.
 	Tiers []string
+	// Extra is more keys of the route's flow mapping (", hedge: {after: p95}").
+	Extra string
 }
 
 func (c gwConfig) yaml() string {
 	var b strings.Builder
 	// access_log off: the bare proxy it is compared with logs nothing either.
-	fmt.Fprintf(&b, "server: {admin_token: %s, access_log: off, log_level: error}\n", adminToken)
+	fmt.Fprintf(&b, "server: {admin_token: %s, access_log: off, log_level: error%s}\n", adminToken, c.Server)
 	if c.State != "" {
 		fmt.Fprintf(&b, "state: %s\n", c.State)
 	}
@@ -98,21 +106,27 @@ func (c gwConfig) yaml() string {
 		names = append(names, p.Name)
 	}
 	if c.TaskBudget > 0 {
-		fmt.Fprintf(&b, `tasks:
-  triage:
-    criticality: enrichment
+		b.WriteString("tasks:\n")
+		task := func(name, criticality, tail string) {
+			fmt.Fprintf(&b, `  %s:
+    criticality: %s
     budget: %s
     input: {subject: {type: string}, message: {type: string}}
     schema: schemas/triage.json
-    cascade:
-`, c.TaskBudget)
-		for _, p := range names {
-			fmt.Fprintf(&b, "      - {provider: %s, prompt: prompts/triage.v1.tmpl}\n", p)
+%s    cascade:
+`, name, criticality, c.TaskBudget, c.TaskExtra)
+			for _, p := range names {
+				fmt.Fprintf(&b, "      - {provider: %s, prompt: prompts/triage.v1.tmpl}\n", p)
+			}
+			b.WriteString(tail)
 		}
-		b.WriteString(`    heuristic:
+		task("triage", "enrichment", `    heuristic:
       - {when_any: ["urgente", "не работает", "down"], set: {is_urgent: 0.8, urgency_score: 2.0}}
       - {default: {is_urgent: 0.2, urgency_score: 0.5, department: null}}
 `)
+		if c.Critical {
+			task("moderation", "critical", "    on_exhausted: block\n")
+		}
 	}
 	if len(c.Routes) > 0 {
 		b.WriteString("routes:\n")
@@ -121,7 +135,7 @@ func (c gwConfig) yaml() string {
 			if tiers == nil {
 				tiers = names
 			}
-			fmt.Fprintf(&b, "  %s: {criticality: assistance, budget: %s, cascade: [%s]}\n", r.Name, r.Budget, strings.Join(tiers, ", "))
+			fmt.Fprintf(&b, "  %s: {criticality: assistance, budget: %s, cascade: [%s]%s}\n", r.Name, r.Budget, strings.Join(tiers, ", "), r.Extra)
 		}
 	}
 	return b.String()
@@ -152,13 +166,14 @@ func startGateway(c gwConfig) (*instance, error) {
 	return g, nil
 }
 
-// startGatewayProcess is startGateway in a process of its own (bench -serve gateway DIR).
-func startGatewayProcess(c gwConfig) (*instance, error) {
+// startGatewayProcess is startGateway in a process of its own (bench -serve gateway DIR),
+// with env added to its environment ("GOMAXPROCS=1").
+func startGatewayProcess(c gwConfig, env ...string) (*instance, error) {
 	dir, err := writeGatewayDir(c)
 	if err != nil {
 		return nil, err
 	}
-	proc, err := startChild("gateway", dir)
+	proc, err := startChild("gateway", dir, env...)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("gateway config:\n%s\n%w", c.yaml(), err)

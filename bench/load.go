@@ -37,6 +37,8 @@ type Outcome struct {
 	// Chunks how many content chunks it carried (streams only).
 	TTFB   time.Duration
 	Chunks int
+	// Task is the task a task call went to, and Reason its envelope's reason (overload).
+	Task, Reason string
 }
 
 // A Call sends one request, intended at the given time, and reports what came back. It must

@@ -37,6 +37,9 @@ var scenarios = []scenario{
 	{"brownout", brownout},
 	{"fleet", fleet},
 	{"streams", streams},
+	{"burst", burst},
+	{"hedge", hedge},
+	{"overload", overload},
 }
 
 // plan is how long and how often a run measures.
@@ -77,7 +80,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	names := fs.String("scenarios", "all", "comma-separated scenarios to run: overhead, failfast, outage, brownout, fleet, streams, or all")
+	names := fs.String("scenarios", "all", "comma-separated scenarios to run: overhead, failfast, outage, brownout, fleet, streams, burst, hedge, overload, or all")
 	scale := fs.Float64("duration", 1, "multiplies the duration of every phase (0.5 halves the run)")
 	quick := fs.Bool("quick", false, "a short smoke run: one repetition, short phases, 200 streams")
 	out := fs.String("out", "docs/outage.png", "where the outage scenario draws its PNG")

@@ -35,7 +35,10 @@ type Upstream struct {
 
 	latency atomic.Int64 // base latency, ns; each call takes it ±jitter
 	jitter  float64
-	fail    atomic.Int32 // status answered to chat calls; 0 answers them
+	// tailEvery and tail: every tailEvery-th call takes tail instead (0: none).
+	tailEvery int64
+	tail      time.Duration
+	fail      atomic.Int32 // status answered to chat calls; 0 answers them
 
 	calls  atomic.Int64 // chat requests
 	failed atomic.Int64 // of them, answered with the failure status
@@ -54,6 +57,10 @@ type upstreamOptions struct {
 	Chunks int
 	// ChunkEvery is the gap between two chunks after the first. 0 sends them at once.
 	ChunkEvery time.Duration
+	// TailEvery and Tail make a long tail: every TailEvery-th chat call takes Tail instead of
+	// the latency. 0 means none.
+	TailEvery int
+	Tail      time.Duration
 }
 
 // startUpstream starts a mock whose answers name model.
@@ -63,7 +70,7 @@ func startUpstream(model string, o upstreamOptions) (*Upstream, error) {
 		return nil, err
 	}
 	u := &Upstream{URL: "http://" + ln.Addr().String(), jitter: o.Jitter,
-		chunks: o.Chunks, chunkEvery: o.ChunkEvery}
+		chunks: o.Chunks, chunkEvery: o.ChunkEvery, tailEvery: int64(o.TailEvery), tail: o.Tail}
 	if u.chunks <= 0 {
 		u.chunks = 5
 	}
@@ -117,7 +124,7 @@ func (u *Upstream) FailedAt() []time.Time {
 func (u *Upstream) Close() { _ = u.srv.Close() }
 
 func (u *Upstream) chat(w http.ResponseWriter, r *http.Request) {
-	u.calls.Add(1)
+	n := u.calls.Add(1)
 	var req struct {
 		Stream        bool `json:"stream"`
 		StreamOptions *struct {
@@ -139,7 +146,11 @@ func (u *Upstream) chat(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"error":{"message":"the mock is down","type":"server_error"}}`)
 		return
 	}
-	if !u.wait(r, u.delay()) {
+	d := u.delay()
+	if u.tailEvery > 0 && n%u.tailEvery == 0 {
+		d = u.tail
+	}
+	if !u.wait(r, d) {
 		return
 	}
 	if !req.Stream {

@@ -10,6 +10,7 @@ import (
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/latency"
+	"github.com/afloat-dev/afloat/limit"
 	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -21,6 +22,15 @@ type callLog struct {
 	attempts []afloat.Attempt
 	usage    afloat.Usage
 	reason   afloat.Reason
+	// usedCost is the cost of the answer taken (a hedge's loser that answered too has its
+	// counted as wasted once the other won).
+	usedCost float64
+}
+
+// merge adds a hedged ask's attempts and usage to the call's log.
+func (l *callLog) merge(o *callLog) {
+	l.attempts = append(l.attempts, o.attempts...)
+	l.usage = l.usage.Add(o.usage)
 }
 
 // spec is one attempt to make on a tier: what to send, and how to judge the answer.
@@ -66,7 +76,11 @@ type attempt struct {
 	s      spec
 	est    *latency.Estimator
 	permit breaker.Permit
-	read   time.Duration // the provider's read timeout for this task (timeouts.max for a probe)
+	// slot is the bulkhead's; settle sets load, what the attempt says of the provider's
+	// capacity, which releasing the slot reports.
+	slot limit.Permit
+	load limit.Outcome
+	read time.Duration // the provider's read timeout for this task (timeouts.max for a probe)
 	// timeout is what the attempt was given (see allot). fair is the least time in which the
 	// provider was due to answer (see fairTime): a cut before it says nothing about the
 	// provider, which had less than it needs. p95 is the measured p95, 0 until measured.
@@ -129,7 +143,28 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 		permit.Cancel(ctx)
 		return afloat.OutcomeDeadline
 	}
-	if !u.acquire() {
+	slot, err := u.lim.Acquire(ctx, 0)
+	if err != nil {
+		// Over the limit: wait for a slot, within what the budget leaves above this attempt's
+		// need and the reserve of the tiers below (half of it, at most queue_wait), so that a
+		// burst is smoothed instead of spilled to the next tier; then the attempt gets what is
+		// left.
+		reserve, _ := e.reserve(ctx, s.below, streamed)
+		if wait := min(u.queueWait, (remaining(ctx, e.clock)-need(est)-reserve)/2); wait > 0 {
+			slot, err = u.lim.Acquire(ctx, wait)
+		}
+		if err == nil {
+			timeout, ok = allot(remaining(ctx, e.clock), read, need(est), maxReserve(s.below, streamed),
+				func() (time.Duration, time.Duration) { return e.reserve(ctx, s.below, streamed) })
+			if !ok {
+				slot.Release(limit.Ignore)
+				permit.Cancel(ctx)
+				return afloat.OutcomeDeadline
+			}
+		}
+	}
+	e.setConcurrency(u)
+	if err != nil {
 		permit.Cancel(ctx)
 		return afloat.OutcomeBulkhead
 	}
@@ -137,7 +172,7 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 		u.budget.call()
 	}
 	p95, _ := est.Percentile()
-	*a = attempt{e: e, s: *s, est: est, permit: permit, read: read, timeout: timeout,
+	*a = attempt{e: e, s: *s, est: est, permit: permit, slot: slot, read: read, timeout: timeout,
 		fair: fairTime(est, read, s.budget), p95: p95, began: e.clock.Now()}
 	return afloat.OutcomeOK
 }
@@ -254,7 +289,14 @@ func (a *attempt) release(cancel context.CancelFunc) {
 	}
 	cancel()
 	a.closeSpan()
-	a.s.tr.up.release()
+	a.slot.Release(a.load)
+	a.e.setConcurrency(a.s.tr.up)
+}
+
+// setConcurrency exports the provider's concurrency limit and queue now.
+func (e *Engine) setConcurrency(u *upstream) {
+	u.limitGauge.Set(float64(u.lim.Limit()))
+	u.queuedGauge.Set(float64(u.lim.Queued()))
 }
 
 // settle is the one place that classifies how an attempt ended, reports it to the breaker,
@@ -276,6 +318,13 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		a.permit.Done(ctx, nil)
 		a.observe(took)
 		rec.Outcome = afloat.OutcomeOK
+	case cut && context.Cause(ctx) == errHedgeLost:
+		// Another tier answered first. Nothing to say about the provider's health, but its
+		// latency was at least this: the estimate keeps the tail the hedge cut off, or its
+		// p95 would fall with every hedge won.
+		a.permit.Cancel(ctx)
+		a.est.Observe(took)
+		rec.Outcome, rec.Error = afloat.OutcomeDeadline, errHedgeLost.Error()
 	case gone || cut && errors.Is(ctx.Err(), context.Canceled):
 		// The client left: nothing to say about the provider.
 		a.permit.Cancel(ctx)
@@ -296,6 +345,7 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		rec.Outcome, rec.Error = afloat.OutcomeError(err), err.Error()
 		failed = true
 	}
+	a.load = loadOf(rec.Outcome)
 	var cost float64
 	if resp != nil {
 		if err != nil && resp.Usage == (afloat.Usage{}) && (resp.Content != "" || len(resp.ToolCalls) > 0) {
@@ -326,6 +376,9 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 	if cost > 0 && !used {
 		tr.wasted.Add(cost) // an answer not used: the caller is not billed for it
 	}
+	if used {
+		log.usedCost = cost
+	}
 	if resp != nil {
 		tr.spend.record(e.clock.Now(), cost, used)
 	}
@@ -335,6 +388,19 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 	a.endAttempt(ctx, rec, resp, err)
 	e.record(log, tr, rec)
 	return settled{resp: resp, outcome: rec.Outcome, err: err, emitted: emitted, failed: failed}
+}
+
+// loadOf is what an attempt's outcome says of its provider's capacity: an answer's latency
+// is a sample, a timeout or an overload answer a drop, the rest (a cut by the budget, a
+// client gone, a bad request, a spent quota) nothing.
+func loadOf(o afloat.Outcome) limit.Outcome {
+	switch o {
+	case afloat.OutcomeOK, afloat.OutcomeContractViolation, afloat.OutcomeRefused:
+		return limit.Success
+	case afloat.OutcomeTimeout, afloat.OutcomeUnavailable, afloat.OutcomeRateLimited:
+		return limit.Dropped
+	}
+	return limit.Ignore
 }
 
 // blamed reports whether a cut after took is the provider's timeout: the attempt had at

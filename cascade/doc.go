@@ -30,4 +30,8 @@
 //		Heuristic: cascade.Rules{{Default: map[string]any{"department": nil, "is_urgent": 0.2, "urgency_score": 0.5}}},
 //	})
 //	res, err := afloat.Run[Triage](ctx, triage, afloat.Input{"subject": s, "message": m})
+//
+// A config reload builds a new Engine over the one in service (Config.Previous), which it
+// takes the unchanged providers from, breakers and latency estimates included, then puts it
+// in service with TakeOver once its tasks and routes are served (reload.go).
 package cascade

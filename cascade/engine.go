@@ -15,9 +15,12 @@ import (
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/flags"
 	"github.com/afloat-dev/afloat/latency"
+	"github.com/afloat-dev/afloat/limit"
 	"github.com/afloat-dev/afloat/review"
+	"github.com/afloat-dev/afloat/shed"
 	"github.com/afloat-dev/afloat/telemetry"
 	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -34,12 +37,17 @@ type ProviderConfig struct {
 	// Timeouts configures the read timeout derived from measured latency; zero fields take
 	// latency's defaults.
 	Timeouts latency.Config
-	// MaxInFlight is the provider's bulkhead: calls beyond it skip the tier at once (outcome
-	// bulkhead). 0 means 256: well above the concurrency a healthy provider answering in
-	// milliseconds sees from a service (128 callers never fill it, so a burst is not spilled to
-	// the backup), while a provider that hangs still holds at most that many goroutines, each
-	// for a bounded read timeout.
+	// MaxInFlight is the hard cap of the provider's bulkhead, whose limit is adaptive under it
+	// (package limit: it grows with demand while the provider answers as fast as it has over
+	// the long run, and falls when its latency rises or it drops calls). A call beyond the
+	// limit waits briefly in a bounded queue, within its budget, before the tier is skipped
+	// (outcome bulkhead). 0 means 256: a provider that hangs holds at most that many
+	// goroutines, each for a bounded read timeout.
 	MaxInFlight int
+	// QueueWait is the longest a call waits for a slot of a full bulkhead; it waits at most
+	// half of what its budget leaves above the attempt's need and the reserve of the tiers
+	// below, too. 0 means 1s; a negative value skips at once (a fixed capacity that spills).
+	QueueWait time.Duration
 	// Retry bounds retries on this provider; zero fields take RetryConfig's defaults.
 	Retry RetryConfig
 	// Price turns tokens into cost; the zero Price costs nothing.
@@ -191,6 +199,19 @@ type Config struct {
 	// OpenTelemetry's GenAI attributes. nil means a no-op provider: no span is recorded, and a
 	// call pays next to nothing for tracing.
 	TracerProvider trace.TracerProvider
+	// Shed sheds calls, the least critical first, while the process itself is saturated
+	// (package shed); a shed call goes straight to its policy with reason shed (a route's
+	// fails with ErrShed). nil sheds nothing; nil with Previous takes Previous's.
+	Shed *shed.Shedder
+	// Previous is the engine this one is built to replace (a config reload); nil means none.
+	// A provider of Previous is carried over, by name, when its ProviderConfig has the very
+	// adapter Previous had (the same Provider value) and the same settings: it keeps its
+	// breaker and the state in it, its bulkhead count, retry budget and background probe, and
+	// each of its tasks and routes keeps its latency estimates. Any other provider starts
+	// afresh. Tasks and routes keep their fallback share and spend by name. Metrics and
+	// Prompts nil take Previous's. New only reads Previous; TakeOver puts the new engine in
+	// its place. See reload.go.
+	Previous *Engine
 }
 
 // Engine holds the providers and runs tasks over them. It is safe for concurrent use.
@@ -201,52 +222,62 @@ type Engine struct {
 	review    review.Queue
 	metrics   *telemetry.Metrics
 	prompts   *telemetry.PromptMetrics
+	shed      *shed.Shedder
 	log       *slog.Logger
 	latency   *latency.Set
 	upstreams map[string]*upstream
 	order     []string
 	tracer    trace.Tracer
 	spends    spendBook // what each task's and route's calls cost, by name
+	shares    shareBook // each task's and route's fallback share, by name
+
+	// from is what the engine takes over from Config.Previous while its tasks and routes are
+	// built; nil for a first engine, and once TakeOver has run.
+	from      atomic.Pointer[inheritance]
+	closeOnce sync.Once
 
 	namesMu sync.Mutex
 	names   map[string]bool // task and route names: one namespace, as metrics and flags share it
+	scopes  map[string][]string
 }
 
 // upstream is a provider with its shared guards.
 type upstream struct {
-	name        string
-	p           afloat.Provider
-	br          *breaker.Breaker
-	timeouts    latency.Config
-	firstToken  latency.Config // Timeouts' fields where FirstToken left them zero
-	streamIdle  time.Duration
-	continues   bool // continuation prefill
-	maxInFlight int64
-	inFlight    atomic.Int64
-	retry       RetryConfig
-	budget      *retryBudget
-	price       Price
-	probe       *prober // nil when the provider is not probed in the background
-	system      string  // gen_ai.system in traces
-	model       string  // gen_ai.request.model in traces, when a request names none
-}
+	name       string
+	p          afloat.Provider
+	br         *breaker.Breaker
+	timeouts   latency.Config
+	firstToken latency.Config // Timeouts' fields where FirstToken left them zero
+	streamIdle time.Duration
+	continues  bool // continuation prefill
+	// lim is the bulkhead: the adaptive concurrency limit, capped at max_in_flight; limitGauge
+	// and queuedGauge export it.
+	lim                     *limit.Limiter
+	limitGauge, queuedGauge prometheus.Gauge
+	// queueWait is the longest a call waits for a slot (ProviderConfig.QueueWait); 0 for none.
+	queueWait time.Duration
+	retry     RetryConfig
+	budget    *retryBudget
+	price     Price
+	probe     *prober // nil when the provider is not probed in the background
+	system    string  // gen_ai.system in traces
+	model     string  // gen_ai.request.model in traces, when a request names none
 
-// acquire takes a bulkhead slot, or reports that the provider is full.
-func (u *upstream) acquire() bool {
-	if u.inFlight.Add(1) > u.maxInFlight {
-		u.inFlight.Add(-1)
-		return false
-	}
-	return true
+	// settings is the ProviderConfig it was made from, less what carryOver does not compare.
+	settings ProviderConfig
+	// holders counts the engines that hold it: a reload's carries it over, and its probe
+	// stops when the last of them closes.
+	holders atomic.Int32
 }
-
-func (u *upstream) release() { u.inFlight.Add(-1) }
 
 // New builds an Engine. Every provider's breaker and guards are created here.
 func New(cfg Config) (*Engine, error) {
+	if p := cfg.Previous; p != nil {
+		cfg.Metrics, cfg.Prompts, cfg.Shed = cmp.Or(cfg.Metrics, p.metrics), cmp.Or(cfg.Prompts, p.prompts), cmp.Or(cfg.Shed, p.shed)
+	}
 	e := &Engine{
-		clock: cfg.Clock, rand: cfg.Rand, flags: cfg.Flags, review: cfg.Review, metrics: cfg.Metrics, prompts: cfg.Prompts, log: cfg.Logger,
-		latency: latency.NewSet(), upstreams: map[string]*upstream{}, names: map[string]bool{},
+		clock: cfg.Clock, rand: cfg.Rand, flags: cfg.Flags, shed: cfg.Shed, review: cfg.Review, metrics: cfg.Metrics, prompts: cfg.Prompts, log: cfg.Logger,
+		latency: latency.NewSet(), upstreams: map[string]*upstream{}, names: map[string]bool{}, scopes: map[string][]string{},
 	}
 	if e.clock == nil {
 		e.clock = clockwork.NewRealClock()
@@ -283,20 +314,38 @@ func New(cfg Config) (*Engine, error) {
 		return nil, errors.New("cascade: no providers")
 	}
 	for _, pc := range cfg.Providers {
-		u, err := e.newUpstream(pc)
-		if err != nil {
-			return nil, fmt.Errorf("cascade: provider %q: %w", pc.Name, err)
+		u := cfg.Previous.carryOver(pc)
+		if u == nil {
+			var err error
+			if u, err = e.newUpstream(pc); err != nil {
+				return nil, fmt.Errorf("cascade: provider %q: %w", pc.Name, err)
+			}
 		}
 		if _, dup := e.upstreams[u.name]; dup {
 			return nil, fmt.Errorf("cascade: provider %q configured twice", u.name)
 		}
 		e.upstreams[u.name] = u
 		e.order = append(e.order, u.name)
-		e.metrics.InitProvider(u.name)
-		// Read at scrape time, so an open period that ran out reads half-open.
-		e.metrics.CircuitState.Watch(u.name, func() float64 { return float64(u.br.State(context.Background())) })
 	}
+	for _, u := range e.upstreams {
+		u.holders.Add(1)
+	}
+	if cfg.Previous != nil {
+		e.from.Store(cfg.Previous.inheritance())
+		return e, nil // TakeOver exports its providers' series
+	}
+	e.exportProviders()
 	return e, nil
+}
+
+// exportProviders exports each provider's series, its circuit state read from its breaker.
+func (e *Engine) exportProviders() {
+	for _, name := range e.order {
+		u := e.upstreams[name]
+		e.metrics.InitProvider(name)
+		// Read at scrape time, so an open period that ran out reads half-open.
+		e.metrics.CircuitState.Watch(name, func() float64 { return float64(u.br.State(context.Background())) })
+	}
 }
 
 func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
@@ -306,6 +355,7 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 	if pc.Provider == nil {
 		return nil, errors.New("adapter is nil")
 	}
+	settings := comparable(pc) // as given, before the defaults below
 	retry, err := pc.Retry.withDefaults()
 	if err != nil {
 		return nil, err
@@ -315,6 +365,13 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 	}
 	if pc.MaxInFlight == 0 {
 		pc.MaxInFlight = DefaultMaxInFlight
+	}
+	if pc.QueueWait == 0 {
+		pc.QueueWait = time.Second
+	}
+	queue := 0 // the limiter's default: as many as max_in_flight
+	if pc.QueueWait < 0 {
+		queue = -1
 	}
 	// Validate the timeouts once here, so that a task never meets a bad config.
 	if _, err := latency.NewEstimator(pc.Timeouts); err != nil {
@@ -344,14 +401,16 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 		bc.Clock = e.clock
 	}
 	user := bc.OnStateChange
-	name := pc.Name
+	// The hook holds the metrics and the logger, not e: a provider carried over by reloads
+	// would otherwise keep every engine before it alive.
+	name, metrics, log := pc.Name, e.metrics, e.log
 	bc.OnStateChange = func(ev breaker.Event) {
 		if ev.To == breaker.StateOpen {
-			e.metrics.CircuitOpened.WithLabelValues(name).Inc()
+			metrics.CircuitOpened.WithLabelValues(name).Inc()
 		}
 		// At warn: a provider's breaker moving is what an operator looks for first. It has no
 		// call's context: the change is the provider's, delivered in order after the call.
-		e.log.Warn("circuit state changed", "provider", name, "from", ev.From.String(), "to", ev.To.String(), "kind", ev.Kind.String())
+		log.Warn("circuit state changed", "provider", name, "from", ev.From.String(), "to", ev.To.String(), "kind", ev.Kind.String())
 		probe.notify(ev) // an opening arms the background probe, a closing disarms it
 		if user != nil {
 			user(ev)
@@ -364,9 +423,10 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 	probe.attach(br)
 	return &upstream{
 		name: pc.Name, p: pc.Provider, br: br, timeouts: pc.Timeouts, firstToken: firstToken, streamIdle: pc.StreamIdle,
-		continues:   pc.Continuation == ContinuePrefill,
-		maxInFlight: int64(pc.MaxInFlight), retry: retry, budget: newRetryBudget(e.clock, retry), price: pc.Price,
-		probe: probe, system: pc.System, model: pc.Model,
+		continues: pc.Continuation == ContinuePrefill,
+		lim:       limit.New(limit.Config{Max: pc.MaxInFlight, Queue: queue, Clock: e.clock}), queueWait: max(pc.QueueWait, 0), retry: retry, budget: newRetryBudget(e.clock, retry), price: pc.Price,
+		limitGauge: e.metrics.ConcurrencyLimit.WithLabelValues(pc.Name), queuedGauge: e.metrics.ConcurrencyQueued.WithLabelValues(pc.Name),
+		probe: probe, system: pc.System, model: pc.Model, settings: settings,
 	}, nil
 }
 
@@ -396,9 +456,18 @@ func (e *Engine) Providers() []string { return e.order }
 // InFlight returns the calls in flight to the named provider.
 func (e *Engine) InFlight(provider string) int {
 	if u := e.upstreams[provider]; u != nil {
-		return int(u.inFlight.Load())
+		return u.lim.InFlight()
 	}
 	return 0
+}
+
+// Concurrency returns the named provider's concurrency limit now and the calls waiting for a
+// slot under it.
+func (e *Engine) Concurrency(provider string) (limit, queued int) {
+	if u := e.upstreams[provider]; u != nil {
+		return u.lim.Limit(), u.lim.Queued()
+	}
+	return 0, 0
 }
 
 // Latency returns the estimators, one per provider × task.
@@ -427,14 +496,17 @@ func Tenant(ctx context.Context) string {
 	return s
 }
 
-// claimName reserves a task or route name.
-func (e *Engine) claimName(name string) error {
+// claimName reserves a task or route name, and records the providers of its tiers.
+func (e *Engine) claimName(name string, tiers []tier) error {
 	e.namesMu.Lock()
 	defer e.namesMu.Unlock()
 	if e.names[name] {
 		return fmt.Errorf("a task or route named %q exists already", name)
 	}
 	e.names[name] = true
+	for _, tr := range tiers {
+		e.scopes[name] = append(e.scopes[name], tr.up.name)
+	}
 	return nil
 }
 
@@ -455,14 +527,21 @@ func (e *Engine) withBudget(ctx context.Context, budget time.Duration) (context.
 
 // Close stops the background probes of every provider (ProviderConfig.Probe) and waits for
 // the running ones to return, cancelling their context: a probe cut so reports nothing to
-// its breaker. The engine still serves calls after Close, which then probe open breakers
-// themselves. Close may be called more than once; it returns nil.
+// its breaker. A provider that another engine carried over (Config.Previous) goes on probing
+// until that engine closes too. The engine still serves calls after Close, which then probe
+// open breakers themselves. Close may be called more than once; it returns nil.
 func (e *Engine) Close() error {
-	for _, u := range e.upstreams {
-		u.probe.stop()
-	}
-	for _, u := range e.upstreams {
-		u.probe.wait()
-	}
+	e.closeOnce.Do(func() {
+		var last []*upstream
+		for _, u := range e.upstreams {
+			if u.holders.Add(-1) == 0 {
+				u.probe.stop()
+				last = append(last, u)
+			}
+		}
+		for _, u := range last {
+			u.probe.wait()
+		}
+	})
 	return nil
 }

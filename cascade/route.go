@@ -71,10 +71,17 @@ type RouteConfig struct {
 	// default: the refusal reaches the client as a *RefusalError, with the provider's reason)
 	// or RefusalNextTier (the next tier is asked).
 	OnRefusal RefusalPolicy
+	// Hedge asks the next tier too when a tier is slow to answer a non-streamed call; the
+	// zero Hedge never hedges. See Hedge.
+	Hedge Hedge
 }
 
 // ErrExhausted: every tier of a route was skipped or failed. The Reply says how.
 var ErrExhausted = errors.New("cascade: no tier answered")
+
+// ErrShed: afloat was saturated and shed the route's call without asking a provider (its
+// Reply's reason is shed). It is an ErrExhausted: the client is answered as for one.
+var ErrShed = fmt.Errorf("%w: afloat is saturated and shed the call", ErrExhausted)
 
 // RefusalError is a provider's content-policy refusal, ending a call whose OnRefusal is
 // RefusalStop. Reason is the provider's own words.
@@ -169,6 +176,7 @@ type Reply struct {
 // Route is a configured route. It is safe for concurrent use.
 type Route struct {
 	e            *Engine
+	hedge        Hedge
 	name         string
 	crit         afloat.Criticality
 	budget       time.Duration
@@ -179,6 +187,7 @@ type Route struct {
 	modes        []SystemMode
 	okRequests   prometheus.Counter
 	shareGauge   prometheus.Gauge
+	shed         prometheus.Counter // afloat_shed_total
 	sourceGauges sourceGauges
 	share        *shareWindow
 	steps        stepCounters
@@ -210,12 +219,15 @@ func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
 	case cfg.Budget < 0:
 		return nil, fmt.Errorf("budget %v is negative", cfg.Budget)
 	}
+	if err := cfg.Hedge.check(); err != nil {
+		return nil, err
+	}
 	onRefusal, err := ParseRefusalPolicy(string(cfg.OnRefusal))
 	if err != nil {
 		return nil, err
 	}
-	r := &Route{e: e, name: cfg.Name, crit: cfg.Criticality, budget: cfg.Budget, maxReasks: cfg.MaxReasks,
-		onRefusal: onRefusal, share: newShareWindow(e.clock), contracts: map[string]*normalize.Contract{}}
+	r := &Route{e: e, hedge: cfg.Hedge, name: cfg.Name, crit: cfg.Criticality, budget: cfg.Budget, maxReasks: cfg.MaxReasks,
+		onRefusal: onRefusal, share: e.shareOf(cfg.Name), contracts: map[string]*normalize.Contract{}}
 	if r.budget == 0 {
 		r.budget = 30 * time.Second
 	}
@@ -237,7 +249,7 @@ func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
 			}
 			tr.reask = rt.Reask
 		}
-		if tr.streamEst, err = e.latency.Estimator(tr.up.name, cfg.Name+"/stream", tr.up.firstToken); err != nil {
+		if tr.streamEst, err = e.estimator(tr.up, cfg.Name+"/stream", tr.up.firstToken); err != nil {
 			return nil, err
 		}
 		var sys *template.Template
@@ -262,10 +274,11 @@ func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
 		r.systems = append(r.systems, sys)
 		r.modes = append(r.modes, mode)
 	}
-	if err := e.claimName(cfg.Name); err != nil {
+	if err := e.claimName(cfg.Name, r.tiers); err != nil {
 		return nil, err
 	}
 	r.okRequests, r.shareGauge = e.initSeries(cfg.Name, r.tiers)
+	r.shed = e.metrics.Shed.WithLabelValues(cfg.Name)
 	r.sourceGauges = e.sourceGauges(cfg.Name)
 	r.steps = e.stepCounters(cfg.Name)
 	return r, nil
@@ -428,11 +441,12 @@ func (r *Route) complete(ctx context.Context, in *afloat.Request) (*Reply, error
 		log.reason = afloat.ReasonKillSwitch
 		return r.exhausted(&log, start)
 	}
-	var resp *afloat.Response
-	tr, err := r.e.eachTier(ctx, r.tiers, false, &log, func(ctx context.Context, tr *tier, below []tier) (bool, error) {
-		var err error
-		resp, err = r.ask(ctx, tr, in, below, contract, tools, &log)
-		return resp != nil, err
+	if r.e.shed.Shed(r.crit) {
+		return r.shedCall(&log, start)
+	}
+	tr, resp, err := eachTier(r.e, ctx, r.tiers, false, r.hedge, &log, func(ctx context.Context, tr *tier, below []tier, log *callLog) (*afloat.Response, bool, error) {
+		resp, err := r.ask(ctx, tr, in, below, contract, tools, log)
+		return resp, resp != nil, err
 	})
 	switch {
 	case refused(err):
@@ -607,6 +621,14 @@ func (r *Route) exhausted(log *callLog, start time.Time) (*Reply, error) {
 	return rep, ErrExhausted
 }
 
+// shedCall answers a call shed under afloat's own overload.
+func (r *Route) shedCall(log *callLog, start time.Time) (*Reply, error) {
+	log.reason = afloat.ReasonShed
+	r.shed.Inc()
+	rep, _ := r.exhausted(log, start)
+	return rep, ErrShed
+}
+
 func (r *Route) finish(rep *Reply, start time.Time) {
 	rep.Latency = r.e.clock.Since(start)
 	if rep.Source == afloat.SourceModel && !rep.Degraded {
@@ -668,40 +690,43 @@ func (r *Route) stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 		log.reason = afloat.ReasonKillSwitch
 		return r.exhausted(&log, start)
 	}
+	if r.e.shed.Shed(r.crit) {
+		return r.shedCall(&log, start)
+	}
 	var out settled
 	var by *tier // the tier whose answer the client got last: the one that continued a cut stream
-	tr, err := r.e.eachTier(ctx, r.tiers, true, &log, func(ctx context.Context, tr *tier, below []tier) (bool, error) {
+	tr, _, err := eachTier(r.e, ctx, r.tiers, true, Hedge{}, &log, func(ctx context.Context, tr *tier, below []tier, _ *callLog) (struct{}, bool, error) {
 		req, err := r.request(tr.idx, in)
 		if err != nil {
 			r.e.record(&log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
-			return false, nil
+			return struct{}{}, false, nil
 		}
 		out, by = r.e.call(ctx, &log, spec{tr: tr, req: req, below: below, budget: r.budget, emit: emit}, nil), tr
 		switch {
 		case out.outcome == afloat.OutcomeOK:
-			return true, nil
+			return struct{}{}, true, nil
 		case !out.emitted:
-			return false, refusal(r.onRefusal, tr, out)
+			return struct{}{}, false, refusal(r.onRefusal, tr, out)
 		}
 		var gone *clientGone
 		if errors.As(out.err, &gone) {
-			return false, gone.err
+			return struct{}{}, false, gone.err
 		}
 		// Cut after the first chunk: the client got part of an answer. A tier below that can
 		// continue from it may still finish the answer; no other may. A refusal mid-stream
 		// is never continued: that would finish what the provider's policy stopped.
 		if out.outcome == afloat.OutcomeRefused || ctx.Err() != nil {
-			return false, &StreamError{Provider: tr.up.name, Err: out.err}
+			return struct{}{}, false, &StreamError{Provider: tr.up.name, Err: out.err}
 		}
 		rescued, last, done := r.rescue(ctx, &log, in, below, out, emit)
 		out, by = rescued, cmp.Or(last, tr)
 		switch {
 		case done:
-			return true, nil
+			return struct{}{}, true, nil
 		case errors.As(out.err, &gone):
-			return false, gone.err // the client left during the continuation
+			return struct{}{}, false, gone.err // the client left during the continuation
 		}
-		return false, &StreamError{Provider: by.up.name, Err: out.err}
+		return struct{}{}, false, &StreamError{Provider: by.up.name, Err: out.err}
 	})
 	switch {
 	case refused(err):

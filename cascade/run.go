@@ -51,11 +51,13 @@ func (t *Task) runJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 		log.reason = afloat.ReasonKillSwitch
 		return t.exhausted(ctx, in, &log, start)
 	}
-	var val json.RawMessage
-	tr, err := t.e.eachTier(ctx, t.tiers, false, &log, func(ctx context.Context, tr *tier, below []tier) (bool, error) {
-		v, ok, err := t.ask(ctx, tr, in, below, &log)
-		val = v
-		return ok, err
+	if t.e.shed.Shed(t.crit) {
+		log.reason = afloat.ReasonShed
+		t.shed.Inc()
+		return t.exhausted(ctx, in, &log, start)
+	}
+	tr, val, err := eachTier(t.e, ctx, t.tiers, false, t.hedge, &log, func(ctx context.Context, tr *tier, below []tier, log *callLog) (json.RawMessage, bool, error) {
+		return t.ask(ctx, tr, in, below, log)
 	})
 	switch {
 	case refused(err):

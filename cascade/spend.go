@@ -116,6 +116,24 @@ func (b *spendBook) of(scope, currency string) *spendWindow {
 	return w
 }
 
+// adopt takes from's window of scope when b has none yet: a reloaded task keeps its spend.
+func (b *spendBook) adopt(scope string, from *spendBook) {
+	from.mu.Lock()
+	w := from.windows[scope]
+	from.mu.Unlock()
+	if w == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.windows == nil {
+		b.windows = map[string]*spendWindow{}
+	}
+	if b.windows[scope] == nil {
+		b.windows[scope] = w
+	}
+}
+
 func (b *spendBook) snapshot(scope string, now time.Time) Spend {
 	b.mu.Lock()
 	w := b.windows[scope]

@@ -105,11 +105,15 @@ type TaskConfig struct {
 	// default: no other tier is asked, the task answers by its OnExhausted policy with reason
 	// refused) or RefusalNextTier.
 	OnRefusal RefusalPolicy
+	// Hedge asks the next tier too when a tier is slow to answer; the zero Hedge never
+	// hedges. See Hedge.
+	Hedge Hedge
 }
 
 // Task is a configured task. It implements afloat.Runner and is safe for concurrent use.
 type Task struct {
 	e         *Engine
+	hedge     Hedge
 	name      string
 	crit      afloat.Criticality
 	policy    Policy
@@ -128,6 +132,7 @@ type Task struct {
 	steps        stepCounters
 	okRequests   prometheus.Counter
 	shareGauge   prometheus.Gauge
+	shed         prometheus.Counter // afloat_shed_total
 	sourceGauges sourceGauges
 }
 
@@ -152,6 +157,7 @@ type tier struct {
 	reasks      prometheus.Counter
 	retries     prometheus.Counter
 	refusals    prometheus.Counter
+	hedges      prometheus.Counter            // afloat_hedges_total: calls hedged from this tier to the next
 	wasted      prometheus.Counter            // cost of answers not used
 	skipped     prometheus.Counter            // stream events skipped
 	spend       *spendWindow                  // the task's or route's, shared by its tiers
@@ -205,9 +211,9 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 	}
 
 	t := &Task{
-		e: e, name: cfg.Name, crit: cfg.Criticality, policy: policy, budget: cfg.Budget,
+		e: e, hedge: cfg.Hedge, name: cfg.Name, crit: cfg.Criticality, policy: policy, budget: cfg.Budget,
 		contract: contract, heuristic: cfg.Heuristic, reviewSLA: cfg.ReviewSLA, maxReasks: cfg.MaxReasks, onRefusal: onRefusal,
-		share:  newShareWindow(e.clock),
+		share:  e.shareOf(cfg.Name),
 		format: &afloat.ResponseFormat{Type: "json_schema", Name: cfg.Name, Schema: contract.Schema()},
 	}
 	switch {
@@ -215,6 +221,9 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 		return nil, fmt.Errorf("budget %v is negative", t.budget)
 	case t.budget == 0:
 		t.budget = 10 * time.Second
+	}
+	if err := cfg.Hedge.check(); err != nil {
+		return nil, err
 	}
 	if t.reviewSLA == 0 {
 		t.reviewSLA = 30 * time.Minute
@@ -271,10 +280,11 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 		t.inputs = slices.Compact(fields)
 	}
 
-	if err := e.claimName(cfg.Name); err != nil {
+	if err := e.claimName(cfg.Name, t.tiers); err != nil {
 		return nil, err
 	}
 	t.okRequests, t.shareGauge = e.initSeries(cfg.Name, t.tiers)
+	t.shed = e.metrics.Shed.WithLabelValues(cfg.Name)
 	t.sourceGauges = e.sourceGauges(cfg.Name)
 	t.steps = e.stepCounters(cfg.Name)
 	return t, nil
@@ -322,7 +332,7 @@ func (e *Engine) newTier(scope string, i int, provider, version string) (tier, e
 	if u == nil {
 		return tier{}, fmt.Errorf("tier %d: unknown provider %q", i, provider)
 	}
-	est, err := e.latency.Estimator(u.name, scope, u.timeouts)
+	est, err := e.estimator(u, scope, u.timeouts)
 	if err != nil {
 		return tier{}, fmt.Errorf("tier %d (%s): %w", i, provider, err)
 	}
@@ -337,9 +347,10 @@ func (e *Engine) newTier(scope string, i int, provider, version string) (tier, e
 		reasks:      m.Reasks.WithLabelValues(scope, u.name),
 		retries:     m.Retries.WithLabelValues(scope, u.name),
 		refusals:    m.Refusals.WithLabelValues(scope, u.name),
+		hedges:      m.Hedges.WithLabelValues(scope, u.name),
 		wasted:      m.WastedCost.WithLabelValues(u.name, scope),
 		skipped:     m.StreamEventsSkipped.WithLabelValues(u.name, scope),
-		spend:       e.spends.of(scope, u.price.Currency),
+		spend:       e.spendOf(scope, u.price.Currency),
 	}
 	for _, o := range afloat.Outcomes {
 		tr.attempts[o] = m.Attempts.WithLabelValues(scope, u.name, string(o))
@@ -356,7 +367,7 @@ func (e *Engine) initSeries(scope string, tiers []tier) (ok prometheus.Counter, 
 		providers[i] = tr.up.name
 	}
 	outcomes := make([]string, len(afloat.Outcomes))
-	reasons := []string{"", string(afloat.ReasonKillSwitch)}
+	reasons := []string{"", string(afloat.ReasonKillSwitch), string(afloat.ReasonShed)}
 	for i, o := range afloat.Outcomes {
 		outcomes[i] = string(o)
 		if o != afloat.OutcomeOK {

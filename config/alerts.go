@@ -89,6 +89,10 @@ func (b *builder) breakerEvents() func(breaker.Event) {
 // 0 for every alert on.
 func (b *builder) alerts(opts BuildOptions) {
 	rt, f := b.rt, b.f
+	if b.prev != nil {
+		rt.Alerts = b.prev.Alerts // alerts.* takes a restart; the reload retargets it
+		return
+	}
 	var rules []alerts.Rule
 	var names []string
 	for _, k := range f.Alerts.alertKeys() {
@@ -108,7 +112,7 @@ func (b *builder) alerts(opts BuildOptions) {
 	}
 	cfg := alerts.Config{
 		Rules: rules, Providers: rt.ProviderOrder, Counts: alerts.MetricCounts{Metrics: rt.Metrics},
-		Breakers: rt.Engine, Openings: b.openings, DrillMaxAge: f.Drill.MaxAge, Interval: f.Alerts.EvaluateEvery,
+		Breakers: liveBreakers{rt.live}, Openings: b.openings, DrillMaxAge: f.Drill.MaxAge, Interval: f.Alerts.EvaluateEvery,
 		Clock: b.clock, Logger: b.log, Firing: gauge, Rand: b.rand,
 	}
 	if cfg.Openings == nil {
@@ -120,20 +124,7 @@ func (b *builder) alerts(opts BuildOptions) {
 	if rt.State != nil {
 		cfg.Drills = rt.State
 	}
-	for _, name := range rt.TaskOrder {
-		t := alerts.Task{Name: name, ReviewSLA: rt.ReviewSLA[name]}
-		for _, tr := range f.Task(name).Cascade {
-			t.Providers = append(t.Providers, tr.Provider)
-		}
-		cfg.Tasks = append(cfg.Tasks, t)
-	}
-	for _, name := range rt.RouteOrder {
-		t := alerts.Task{Name: name}
-		for _, tr := range f.Route(name).Cascade {
-			t.Providers = append(t.Providers, tr.Provider)
-		}
-		cfg.Tasks = append(cfg.Tasks, t)
-	}
+	cfg.Tasks = rt.alertTasks()
 	ev, err := alerts.New(cfg)
 	if err != nil {
 		b.errorf("alerts", "%v", err)
@@ -144,4 +135,24 @@ func (b *builder) alerts(opts BuildOptions) {
 		ev.Start()
 		b.log.Info("alerts evaluated", "alerts", names, "every", f.Alerts.EvaluateEvery.String())
 	}
+}
+
+// alertTasks are the tasks and routes the alerts watch, with their tiers' providers.
+func (rt *Runtime) alertTasks() []alerts.Task {
+	var out []alerts.Task
+	for _, name := range rt.TaskOrder {
+		t := alerts.Task{Name: name, ReviewSLA: rt.ReviewSLA[name]}
+		for _, tr := range rt.File.Task(name).Cascade {
+			t.Providers = append(t.Providers, tr.Provider)
+		}
+		out = append(out, t)
+	}
+	for _, name := range rt.RouteOrder {
+		t := alerts.Task{Name: name}
+		for _, tr := range rt.File.Route(name).Cascade {
+			t.Providers = append(t.Providers, tr.Provider)
+		}
+		out = append(out, t)
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -36,6 +37,7 @@ import (
 	"github.com/afloat-dev/afloat/provider/yandex"
 	"github.com/afloat-dev/afloat/review"
 	"github.com/afloat-dev/afloat/review/webhook"
+	"github.com/afloat-dev/afloat/shed"
 	"github.com/afloat-dev/afloat/state"
 	"github.com/afloat-dev/afloat/state/redisstate"
 	"github.com/afloat-dev/afloat/state/sqlitestate"
@@ -69,6 +71,8 @@ type BuildOptions struct {
 	// openReview is set by Build: open the file's store when Review is nil. Check builds
 	// without it, so that checking a config never creates a database.
 	openReview bool
+	// previous is the runtime a reload builds over (reload.go); nil for a first Build.
+	previous *Runtime
 }
 
 // Runtime is a File made live: the engine with every provider, task and route, and what the
@@ -79,6 +83,8 @@ type Runtime struct {
 	Engine *cascade.Engine
 	Tasks  map[string]*cascade.Task
 	Routes map[string]*cascade.Route
+	// Models maps each alias of a route (routes.<name>.models) to the route's name.
+	Models map[string]string
 	// TaskOrder, RouteOrder and ProviderOrder are the names in the file's order.
 	TaskOrder, RouteOrder, ProviderOrder []string
 	// Faults holds every provider, wrapped so that drills inject faults into the real
@@ -87,6 +93,9 @@ type Runtime struct {
 	// Flags is the document the engine reads: every task and route on at its rollout_pct,
 	// unless State loaded a saved one.
 	Flags *flags.Memory
+	// FlagDefaults is the file's own flag document: every task and route on at its
+	// rollout_pct. A task that the flags saved through the admin API omit takes its entry.
+	FlagDefaults *flags.Document
 	// State keeps Flags and the Faults in the state backend (shared/DESIGN.md §4): the
 	// admin API writes flags and faults through it.
 	State *state.State
@@ -115,6 +124,20 @@ type Runtime struct {
 	openFeature func()
 	// tracer is the OTLP exporting provider Build made for telemetry.otlp; Close flushes it.
 	tracer *sdktrace.TracerProvider
+	// sampler measures the scheduling latency the engine's shedder reads
+	// (server.shed_latency); nil when shedding is off. Close stops it.
+	sampler *shed.Sampler
+
+	// What a reload hands on (reload.go). owner: Close closes the stores, exporters and
+	// evaluators, which every runtime a reload builds shares; only the runtime in force owns
+	// them. live points at the runtime in force, for the collectors registered once.
+	owner     bool
+	live      *atomic.Pointer[Runtime]
+	opts      BuildOptions
+	prompts   *telemetry.PromptMetrics
+	traces    trace.TracerProvider
+	openings  *alerts.Openings
+	providers map[string]cascade.ProviderConfig
 }
 
 // StateHealth returns nil while the state backend answers, or why it does not.
@@ -151,6 +174,10 @@ type builder struct {
 	// openings records the breakers' unusable openings for the unusable alert; nil when
 	// that alert is off.
 	openings *alerts.Openings
+	// prev is the runtime a reload builds over, and diff what the file changes from it; nil
+	// for a first Build.
+	prev *Runtime
+	diff *Diff
 }
 
 func (b *builder) errorf(path, format string, args ...any) {
@@ -166,7 +193,7 @@ func (b *builder) line(path string) int {
 // provider whose adapter cannot be built is stood in for by one that always fails, so that
 // the tasks over it are still checked.
 func (f *File) build(opts BuildOptions) *builder {
-	b := &builder{f: f, clock: opts.Clock, rand: opts.Rand, log: opts.Logger}
+	b := &builder{f: f, clock: opts.Clock, rand: opts.Rand, log: opts.Logger, prev: opts.previous}
 	if b.clock == nil {
 		b.clock = clockwork.NewRealClock()
 	}
@@ -174,32 +201,17 @@ func (f *File) build(opts BuildOptions) *builder {
 		b.log = slog.New(slog.DiscardHandler)
 	}
 	rt := &Runtime{
-		File: f, Tasks: map[string]*cascade.Task{}, Routes: map[string]*cascade.Route{},
+		File: f, Tasks: map[string]*cascade.Task{}, Routes: map[string]*cascade.Route{}, Models: map[string]string{},
 		Faults: map[string]*fault.Provider{}, ReviewSLA: map[string]time.Duration{},
+		owner: b.prev == nil, live: &atomic.Pointer[Runtime]{}, opts: opts,
 	}
 	b.rt = rt
-	reg := opts.Registerer
-	if reg == nil {
-		rt.Registry = prometheus.NewRegistry()
-		reg = rt.Registry
-		if err := telemetry.RegisterRuntime(reg); err != nil {
-			b.errorf("", "metrics: %v", err)
-			return b
-		}
-	}
-	metrics, err := telemetry.New(reg)
-	if err != nil {
-		b.errorf("", "metrics: %v", err)
+	rt.live.Store(rt)
+	if !b.metrics(opts) {
 		return b
 	}
-	rt.Metrics = metrics
-	b.reg = reg
-	prompts, err := telemetry.NewPromptMetrics(reg)
-	if err != nil {
-		b.errorf("", "metrics: %v", err)
-		return b
-	}
-	b.redisState(opts)
+	metrics, prompts := rt.Metrics, rt.prompts
+	var err error
 
 	var providers []cascade.ProviderConfig
 	for _, p := range f.Providers {
@@ -211,11 +223,16 @@ func (f *File) build(opts BuildOptions) *builder {
 	if len(providers) == 0 {
 		return b
 	}
-	rt.Flags = flags.NewMemory()
+	if b.prev != nil {
+		rt.Flags = b.prev.Flags // the flags in force survive a reload
+	} else {
+		rt.Flags = flags.NewMemory()
+	}
 	rt.Review = b.reviewStore(opts)
+	rt.traces = b.tracerProvider(opts)
 	rt.Engine, err = cascade.New(cascade.Config{
 		Providers: providers, Flags: b.engineFlags(opts), Review: rt.Review, Metrics: metrics, Prompts: prompts, Clock: b.clock, Rand: b.rand, Logger: b.log,
-		TracerProvider: b.tracerProvider(opts),
+		TracerProvider: rt.traces, Previous: b.prevEngine(), Shed: b.shedder(),
 	})
 	if err != nil {
 		b.errorf("providers", "%v", err)
@@ -239,14 +256,50 @@ func (f *File) build(opts BuildOptions) *builder {
 			doc.Tasks[r.Name] = flags.TaskFlags{RolloutPct: &pct}
 		}
 	}
-	if err := rt.Flags.Set(context.Background(), doc); err != nil {
-		b.errorf("", "flags: %v", err)
+	rt.FlagDefaults = doc
+	if b.prev == nil { // a reload puts its defaults in force when it commits (State.Retarget)
+		if err := rt.Flags.Set(context.Background(), doc); err != nil {
+			b.errorf("", "flags: %v", err)
+		}
 	}
 	b.state(opts)
 	b.alerts(opts)
 	b.reviewWebhook(opts)
 	b.reviewSLA(opts)
+	rt.openings = b.openings
 	return b
+}
+
+// metrics registers the metrics and connects the redis state backend, or takes both from the
+// runtime a reload builds over. It reports false when the metrics could not be registered.
+func (b *builder) metrics(opts BuildOptions) bool {
+	rt := b.rt
+	if b.prev != nil {
+		b.inherit()
+		return true
+	}
+	reg := opts.Registerer
+	if reg == nil {
+		rt.Registry = prometheus.NewRegistry()
+		reg = rt.Registry
+		if err := telemetry.RegisterRuntime(reg); err != nil {
+			b.errorf("", "metrics: %v", err)
+			return false
+		}
+	}
+	metrics, err := telemetry.New(reg)
+	if err != nil {
+		b.errorf("", "metrics: %v", err)
+		return false
+	}
+	rt.Metrics = metrics
+	b.reg = reg
+	if rt.prompts, err = telemetry.NewPromptMetrics(reg); err != nil {
+		b.errorf("", "metrics: %v", err)
+		return false
+	}
+	b.redisState(opts)
+	return true
 }
 
 // engineFlags is the flag source the engine reads: the admin API's (rt.Flags), and with
@@ -322,6 +375,10 @@ func (b *builder) redisState(opts BuildOptions) {
 // state.backend redis) or a Check.
 func (b *builder) state(opts BuildOptions) {
 	rt := b.rt
+	if b.prev != nil {
+		rt.State = b.prev.State // state.* takes a restart; the reload retargets it
+		return
+	}
 	var store state.Store = state.NewMemory()
 	kind := b.f.State.Backend
 	_, sqliteReview := rt.Review.(*review.SQLite)
@@ -340,9 +397,11 @@ func (b *builder) state(opts BuildOptions) {
 		Kind: kind, Store: store, Flags: rt.Flags, Faults: rt.Faults, Clock: b.clock, Logger: b.log,
 	})
 	rt.State = s
+	// The collectors outlive reloads: they hold the runtime in force (live), not this one.
+	redis, live, clock := rt.redis, rt.live, b.clock
 	if rerr := telemetry.RegisterStateBackend(b.reg, func() bool { return s.Health() == nil }, func() uint64 {
-		if rt.redis != nil {
-			return rt.redis.Failures()
+		if redis != nil {
+			return redis.Failures()
 		}
 		return 0
 	}); rerr != nil {
@@ -354,9 +413,10 @@ func (b *builder) state(opts BuildOptions) {
 			// Only this config's tasks and routes: a record kept for one it dropped (or that
 			// another replica's config has) makes no series.
 			kind, name, _ := strings.Cut(scope, ":")
-			known := kind == "task" && b.rt.Tasks[name] != nil || kind == "route" && b.rt.Routes[name] != nil
+			cur := live.Load()
+			known := kind == "task" && cur.Tasks[name] != nil || kind == "route" && cur.Routes[name] != nil
 			if known && ds.LastPassed != nil {
-				ages[name] = b.clock.Since(ds.LastPassed.FinishedAt).Seconds()
+				ages[name] = clock.Since(ds.LastPassed.FinishedAt).Seconds()
 			}
 		}
 		return ages
@@ -379,6 +439,9 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 	if p.Name == "" {
 		return cascade.ProviderConfig{}, false
 	}
+	if pc, ok := b.carried(p); ok {
+		return pc, true
+	}
 	var adapter afloat.Provider = unbuilt{p.Name}
 	if !b.f.invalid[path] {
 		a, err := b.adapter(p)
@@ -395,6 +458,7 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 	}
 	w := fault.Wrap(p.Name, adapter, b.clock)
 	b.rt.Faults[p.Name] = w
+	b.keepFault(p.Name, w)
 
 	bc := breaker.Config{
 		ConsecutiveFailures: p.Breaker.ConsecutiveFailures, FailureRate: p.Breaker.FailureRate,
@@ -429,13 +493,15 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 		fc = lc
 	}
 	cont, probe := b.capabilities(path, p, adapter)
-	return cascade.ProviderConfig{
+	pc := cascade.ProviderConfig{
 		Name: p.Name, Provider: w, Breaker: bc, Timeouts: lc, FirstToken: fc, StreamIdle: p.Timeouts.StreamIdle,
-		MaxInFlight: p.MaxInFlight, Continuation: cont, Probe: probe, System: systems[p.Type], Model: traceModel(p),
+		MaxInFlight: p.MaxInFlight, QueueWait: cmp.Or(p.QueueWait, -1), Continuation: cont, Probe: probe, System: systems[p.Type], Model: traceModel(p),
 		Retry: cascade.RetryConfig{Max: noneIsNegative(p.Retry.Max), BudgetRatio: p.Retry.BudgetRatio,
 			BudgetFloor: noneIsNegative(p.Retry.BudgetFloor), Window: p.Retry.Window, MaxWait: p.Retry.MaxWait},
 		Price: cascade.Price{InputPer1M: p.Price.InputPer1M, OutputPer1M: p.Price.OutputPer1M, Currency: p.Price.Currency},
-	}, true
+	}
+	b.rt.remember(p.Name, pc)
+	return pc, true
 }
 
 // capabilities resolves a provider's continuation and background probe: the file's, or the
@@ -570,7 +636,7 @@ func (b *builder) taskConfig(t *Task) (cascade.TaskConfig, bool) {
 	cfg := cascade.TaskConfig{
 		Name: t.Name, Criticality: t.Criticality, OnExhausted: t.OnExhausted, Budget: t.Budget,
 		ReviewSLA: t.ReviewSLA, MaxReasks: noneIsNegative(t.Reask.Max), Synonyms: t.Synonyms,
-		OnRefusal: cascade.RefusalPolicy(t.OnRefusal),
+		OnRefusal: cascade.RefusalPolicy(t.OnRefusal), Hedge: t.Hedge.cascade(),
 	}
 	ok := t.Schema != "" // an absent schema was reported by validation
 	if ok {
@@ -672,11 +738,23 @@ func inputSchema(fs Fields) ([]byte, error) {
 	})
 }
 
+// shedder is the engine's shedder for server.shed_latency, its sampler started and kept in
+// the runtime; nil when shedding is off, and on a reload
+// (server.* takes a restart: the engine takes its previous one's).
+func (b *builder) shedder() *shed.Shedder {
+	threshold := b.f.Server.ShedThreshold()
+	if threshold <= 0 || b.prev != nil {
+		return nil
+	}
+	b.rt.sampler = shed.NewSampler(context.Background(), 0)
+	return shed.New(threshold, b.rt.sampler.Latency)
+}
+
 // route builds one route and reports whether it was built.
 func (b *builder) route(r *Route) bool {
 	cfg := cascade.RouteConfig{
 		Name: r.Name, Criticality: r.Criticality, Budget: r.Budget, MaxReasks: noneIsNegative(r.Reask.Max),
-		OnRefusal: cascade.RefusalPolicy(r.OnRefusal),
+		OnRefusal: cascade.RefusalPolicy(r.OnRefusal), Hedge: r.Hedge.cascade(),
 	}
 	for i, tr := range r.Cascade {
 		reask, ok := b.reaskPrompt(fmt.Sprintf("routes.%s.cascade[%d].reask_prompt", r.Name, i), tr.ReaskPrompt)
@@ -695,12 +773,18 @@ func (b *builder) route(r *Route) bool {
 	}
 	b.rt.Routes[r.Name] = route
 	b.rt.RouteOrder = append(b.rt.RouteOrder, r.Name)
+	for _, m := range r.Models {
+		b.rt.Models[m] = r.Name
+	}
 	return true
 }
 
 // reviewStore returns the review store: the host's, the file's when Build asked for it, or
 // one in memory (Check, and a store that could not open, reported as an error).
 func (b *builder) reviewStore(opts BuildOptions) review.Store {
+	if b.prev != nil {
+		return b.prev.Review // review.* takes a restart
+	}
 	if opts.Review != nil {
 		return opts.Review
 	}
@@ -740,12 +824,21 @@ func (b *builder) reviewStore(opts BuildOptions) review.Store {
 
 // Close stops what Build started and closes what it opened: the engine's background probes,
 // the trace exporter (flushing the spans still queued, for at most 5s), and the review store
-// unless the host gave it. It is safe to call on a nil Runtime and more than once.
+// unless the host gave it. A runtime that Reload replaced, or built and did not put in force,
+// shares those with the runtime in force: its Close stops only its engine's probes of the
+// providers it alone had. It is safe to call on a nil Runtime and more than once.
 func (rt *Runtime) Close() error {
 	if rt == nil {
 		return nil
 	}
-	rt.Alerts.Close()     // first: it reads the engine, the review store and the state
+	if !rt.owner {
+		return rt.retire()
+	}
+	rt.Alerts.Close() // first: it reads the engine, the review store and the state
+	if rt.sampler != nil {
+		rt.sampler.Close()
+		rt.sampler = nil
+	}
 	rt.closeReviewWatch() // before the review store closes
 	if rt.Engine != nil {
 		_ = rt.Engine.Close() // never fails; it waits for running probes to return

@@ -128,6 +128,7 @@ func check(data []byte, dir string, env func(string) (string, bool), offline boo
 		absent = absentCAFiles(f)
 	}
 	b := f.build(BuildOptions{})
+	defer func() { _ = b.rt.Close() }() // a reload checks in a long-running process
 	errs = append(errs, b.errs...)
 	if host, _, err := net.SplitHostPort(f.Server.Listen); err == nil && len(f.Tenants) == 0 && !Loopback(host) {
 		errs = append(errs, &Error{Path: "server.listen", Line: f.Line("server.listen"),

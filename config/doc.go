@@ -24,4 +24,10 @@
 // returning every error and the warnings (a single-tier cascade, unused rules, and each key
 // that Load accepts but this build does not apply yet: the write and pool timeouts of a
 // provider's guards).
+//
+// Runtime.Reload is a config reload: the file read and checked again, and built over the
+// runtime in force, which it keeps its stores, flags and unchanged providers from; Compare
+// (`afloat check --diff`) says what it changes, key by key:
+//
+//	next, diff, err := rt.Reload("afloat.yaml", func(next *config.Runtime) error { return gw.Swap(...) })
 package config

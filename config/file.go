@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/afloat-dev/afloat"
@@ -38,6 +39,9 @@ type File struct {
 	invalid map[string]bool
 	// legacyMemory: state.backend says memory, the former name of local (Check warns).
 	legacyMemory bool
+	// version and digests are what the text and the files it names were at load (stamp).
+	version string
+	digests map[string]string
 }
 
 // Provider returns the provider named name, or nil.
@@ -93,6 +97,15 @@ type Server struct {
 	// (only requests answered 4xx or 5xx) or off. Degraded answers are logged apart, their
 	// failed attempts at info, whatever it says. Absent means on.
 	AccessLog string `yaml:"access_log"`
+	// DefaultRoute names the route that answers a chat or messages call whose model is
+	// neither a route's name nor an alias of one (routes.<name>.models). Absent answers those
+	// 404.
+	DefaultRoute string `yaml:"default_route"`
+	// ShedLatency is when afloat counts itself saturated and sheds calls: the 99th
+	// percentile of the time its goroutines wait to be scheduled, over a quarter second. At it
+	// enrichment calls are shed (answered at once by their policy, reason shed); at twice it
+	// assistance calls too; critical calls never. "off" sheds nothing. Absent means 200ms.
+	ShedLatency string `yaml:"shed_latency"`
 }
 
 // Tenant is one client of the gateway and its keys.
@@ -242,8 +255,13 @@ type Defaults struct {
 	Timeouts Timeouts `yaml:"timeouts"`
 	Retry    Retry    `yaml:"retry"`
 	Reask    Reask    `yaml:"reask"`
-	// MaxInFlight is each provider's bulkhead. Absent means 256.
+	// MaxInFlight is the hard cap of each provider's bulkhead, whose limit is adaptive under
+	// it. Absent means 256.
 	MaxInFlight int `yaml:"max_in_flight"`
+	// QueueWait is the longest a call waits for a slot of a full bulkhead (within its
+	// budget) before the tier is skipped; 0s skips at once, as a fixed capacity that spills.
+	// Absent means 1s.
+	QueueWait time.Duration `yaml:"queue_wait"`
 }
 
 // Breaker configures a provider's circuit breaker (breaker.Config). Each absent key takes the
@@ -403,6 +421,8 @@ type Provider struct {
 	Timeouts    Timeouts `yaml:"timeouts"`
 	Retry       Retry    `yaml:"retry"`
 	MaxInFlight int      `yaml:"max_in_flight"`
+	// QueueWait overrides defaults.queue_wait.
+	QueueWait time.Duration `yaml:"queue_wait"`
 
 	// Continuation says whether the provider can continue an answer cut on another tier
 	// from its text (an assistant prefill): prefill, or restart / none (it only takes over a
@@ -468,6 +488,21 @@ type Task struct {
 	OnRefusal string `yaml:"on_refusal"`
 	// RolloutPct is the share of tenants the task starts on for, 0–100. Absent means 100.
 	RolloutPct int `yaml:"rollout_pct"`
+	// Hedge asks the next tier too when a tier is slow to answer. Absent never hedges.
+	Hedge *Hedge `yaml:"hedge"`
+}
+
+// Hedge is a task's or route's hedging: when a tier has not answered after After, the next
+// tier is asked the same; the first valid answer wins and the other attempt is cancelled.
+// Each hedge takes a retry from the tier's provider's retry budget, so hedges stay a share of
+// the calls (retry.budget_ratio). A streamed call is never hedged.
+type Hedge struct {
+	// After is p95 (the tier's measured p95 for the task, no hedge until it is measured) or a
+	// duration (800ms); required.
+	After string `yaml:"after"`
+	// Max is how many hedges one call may send, each from one tier to the next. Absent
+	// means 1.
+	Max *int `yaml:"max"`
 }
 
 // Field is one declared input field.
@@ -534,6 +569,13 @@ type Route struct {
 	OnRefusal string `yaml:"on_refusal"`
 	// RolloutPct is the share of tenants the route starts on for, 0–100. Absent means 100.
 	RolloutPct int `yaml:"rollout_pct"`
+	// Hedge asks the next tier too when a tier is slow to answer a call that is not streamed.
+	// Absent never hedges.
+	Hedge *Hedge `yaml:"hedge"`
+	// Models are aliases: model names a client may send instead of the route's name
+	// ("gpt-4o-mini"), so that an app written for a vendor needs only a new base URL. An
+	// alias is no other route's name and is listed by one route only. Absent means none.
+	Models []string `yaml:"models"`
 }
 
 // RouteTier is one tier of a route.
@@ -611,4 +653,52 @@ type Drill struct {
 	// MaxAge is the longest a task may go without a passing drill before /admin/status
 	// reports it stale (drill_stale). Absent means 2160h (90 days).
 	MaxAge time.Duration `yaml:"max_age"`
+}
+
+// cascade is the hedge as the engine takes it (validated: After is p95 or a duration, Max
+// is not negative); the zero Hedge for none.
+func (h *Hedge) cascade() cascade.Hedge {
+	if h == nil {
+		return cascade.Hedge{}
+	}
+	out := cascade.Hedge{Max: 1}
+	if h.Max != nil {
+		out.Max = *h.Max
+	}
+	if h.After == "p95" {
+		out.P95 = true
+	} else {
+		out.After, _ = time.ParseDuration(h.After)
+	}
+	return out
+}
+
+// check reports what is wrong with the hedge at path, or nil.
+func (h *Hedge) check(path string) *Error {
+	if h == nil {
+		return nil
+	}
+	if h.Max != nil && *h.Max < 0 {
+		return &Error{Path: path + ".max", Msg: fmt.Sprintf("%d is negative", *h.Max)}
+	}
+	if h.After == "p95" {
+		return nil
+	}
+	d, err := time.ParseDuration(h.After)
+	if err != nil || d <= 0 {
+		return &Error{Path: path + ".after", Msg: fmt.Sprintf("want p95 or a positive duration such as 800ms, not %q", h.After)}
+	}
+	return nil
+}
+
+// ShedThreshold is server.shed_latency as a duration: 0 for off.
+func (s Server) ShedThreshold() time.Duration {
+	switch s.ShedLatency {
+	case "":
+		return 200 * time.Millisecond
+	case "off":
+		return 0
+	}
+	d, _ := time.ParseDuration(s.ShedLatency)
+	return d
 }

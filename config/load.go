@@ -53,6 +53,7 @@ func parse(data []byte, dir string, env func(string) (string, bool)) (f *File, e
 			f, errs = nil, Errors{{Msg: fmt.Sprintf("yaml: parser failed: %v", r)}}
 		}
 	}()
+	text := data
 	data, masks := maskEnv(data)
 	// Duplicate keys are left to the decoder, which reports them with their path and goes on.
 	tree, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
@@ -78,6 +79,7 @@ func parse(data []byte, dir string, env func(string) (string, bool)) (f *File, e
 	v := &validator{f: f, errs: d.errs}
 	v.validate()
 	f.invalid = invalidEntities(f, v.errs)
+	f.stamp(text)
 	return f, v.errs.sorted()
 }
 

@@ -2,7 +2,10 @@ package config
 
 import (
 	"context"
+	"log/slog"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/afloat-dev/afloat/cascade"
 	"github.com/afloat-dev/afloat/review"
@@ -18,6 +21,10 @@ const slaCheckTimeout = 2 * time.Second
 // gave must be opened with review.Options.Outbox by the host, or nothing is ever due.
 func (b *builder) reviewWebhook(opts BuildOptions) {
 	w := b.f.Review.Webhook
+	if b.prev != nil {
+		b.rt.Webhook = b.prev.Webhook // review.* takes a restart
+		return
+	}
 	if w.URL == "" || b.rt.Review == nil || !opts.openReview {
 		return
 	}
@@ -36,20 +43,31 @@ func (b *builder) reviewWebhook(opts BuildOptions) {
 // nothing.
 func (b *builder) reviewSLA(opts BuildOptions) {
 	rt := b.rt
-	if !opts.openReview || rt.Review == nil || rt.Metrics == nil {
-		return
+	if b.prev != nil || !opts.openReview || rt.Review == nil || rt.Metrics == nil {
+		return // a reload watches its SLAs when it commits
 	}
+	rt.watchSLA(b.clock, b.log)
+}
+
+// humanSLAs returns the review SLA of each task that queues for a human.
+func (rt *Runtime) humanSLAs() map[string]time.Duration {
 	sla := map[string]time.Duration{}
 	for name, t := range rt.Tasks {
 		if t.Policy() == cascade.PolicyHuman {
 			sla[name] = rt.ReviewSLA[name]
 		}
 	}
+	return sla
+}
+
+// watchSLA makes the scrapes of afloat_review_sla_breaches_total check rt's human tasks.
+func (rt *Runtime) watchSLA(clock clockwork.Clock, log *slog.Logger) {
+	sla := rt.humanSLAs()
 	if len(sla) == 0 {
+		rt.Metrics.ReviewSLABreaches.SetRefresh(nil)
 		return
 	}
-	w := review.NewSLAWatch(rt.Review, sla, review.Options{Clock: b.clock, Metrics: rt.Metrics, Logger: b.log})
-	log := b.log
+	w := review.NewSLAWatch(rt.Review, sla, review.Options{Clock: clock, Metrics: rt.Metrics, Logger: log})
 	rt.Metrics.ReviewSLABreaches.SetRefresh(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), slaCheckTimeout)
 		defer cancel()

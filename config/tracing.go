@@ -74,6 +74,9 @@ func hostPort(s string) bool {
 // stores, an exporter to it behind a batching processor, shut down (flushed) by
 // Runtime.Close. Check builds none: it never connects. nil means no tracing.
 func (b *builder) tracerProvider(opts BuildOptions) trace.TracerProvider {
+	if b.prev != nil {
+		return b.prev.traces // telemetry.* takes a restart
+	}
 	if opts.TracerProvider != nil {
 		return opts.TracerProvider
 	}

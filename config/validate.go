@@ -47,7 +47,7 @@ func typeKeys(typ string) ([]string, bool) {
 // commonProviderKey reports whether every provider type takes key.
 func commonProviderKey(key string) bool {
 	switch key {
-	case "type", "price", "breaker", "timeouts", "retry", "max_in_flight", "continuation", "probe":
+	case "type", "price", "breaker", "timeouts", "retry", "max_in_flight", "queue_wait", "continuation", "probe":
 		return true
 	}
 	return false
@@ -83,6 +83,7 @@ func builtinDefaults() Defaults {
 		Retry:       Retry{Max: 1, BudgetRatio: 0.2, BudgetFloor: 3, Window: 10 * time.Second, MaxWait: 2 * time.Second},
 		Reask:       Reask{Max: 1},
 		MaxInFlight: cascade.DefaultMaxInFlight,
+		QueueWait:   time.Second,
 	}
 }
 
@@ -186,6 +187,7 @@ func (v *validator) validate() {
 		}
 		v.route(r)
 	}
+	v.models()
 	v.alerts()
 	if !v.written("drill.max_age") {
 		f.Drill.MaxAge = defaultDrillMaxAge
@@ -212,6 +214,11 @@ func (v *validator) server() {
 	}
 	if _, err := ParseLogLevel(s.LogLevel); err != nil {
 		v.errorf("server.log_level", "%v", err)
+	}
+	if s.ShedLatency != "" && s.ShedLatency != "off" {
+		if d, err := time.ParseDuration(s.ShedLatency); err != nil || d <= 0 {
+			v.errorf("server.shed_latency", "want off or a positive duration such as 200ms, not %q", s.ShedLatency)
+		}
 	}
 	switch s.AccessLog {
 	case "":
@@ -444,6 +451,7 @@ func (v *validator) defaults() {
 	v.retry("defaults.retry", d.Retry)
 	v.reask("defaults.reask", d.Reask)
 	v.inFlight("defaults.max_in_flight", d.MaxInFlight)
+	v.nonNegative("defaults.queue_wait", d.QueueWait)
 }
 
 // The checks of the guards look only at the keys written under path: a value inherited from
@@ -616,6 +624,10 @@ func (v *validator) provider(p *Provider) {
 	if !v.written(path + ".max_in_flight") {
 		p.MaxInFlight = d.MaxInFlight
 	}
+	if !v.written(path + ".queue_wait") {
+		p.QueueWait = d.QueueWait
+	}
+	v.nonNegative(path+".queue_wait", p.QueueWait)
 	v.breaker(path+".breaker", p.Breaker)
 	v.timeouts(path+".timeouts", p.Timeouts)
 	v.retry(path+".retry", p.Retry)
@@ -661,6 +673,17 @@ func (v *validator) rollout(path string, pct *int) {
 	}
 	if *pct < 0 || *pct > 100 {
 		v.errorf(path, "%d is outside 0–100", *pct)
+	}
+}
+
+// hedge checks a task's or route's hedge over tiers tiers.
+func (v *validator) hedge(path string, h *Hedge, tiers int) {
+	if err := h.check(path); err != nil {
+		v.errorf(err.Path, "%s", err.Msg)
+		return
+	}
+	if h != nil && tiers < 2 {
+		v.errorf(path, "a hedge asks the next tier: the cascade has only one")
 	}
 }
 
@@ -717,6 +740,7 @@ func (v *validator) task(t *Task) {
 	v.inherit(reflect.ValueOf(&t.Reask).Elem(), reflect.ValueOf(v.f.Defaults.Reask), path+".reask")
 	v.reask(path+".reask", t.Reask)
 	v.rollout(path+".rollout_pct", &t.RolloutPct)
+	v.hedge(path+".hedge", t.Hedge, len(t.Cascade))
 }
 
 func (v *validator) heuristic(path string, rules []Rule) {
@@ -770,4 +794,47 @@ func (v *validator) route(r *Route) {
 	v.inherit(reflect.ValueOf(&r.Reask).Elem(), reflect.ValueOf(v.f.Defaults.Reask), path+".reask")
 	v.reask(path+".reask", r.Reask)
 	v.rollout(path+".rollout_pct", &r.RolloutPct)
+	v.hedge(path+".hedge", r.Hedge, len(r.Cascade))
+}
+
+// models checks the routes' aliases (routes.<name>.models) and server.default_route: a model
+// name a client sends must lead to one route, so an alias may not be a route's name, nor be
+// listed twice, and the default route must exist.
+func (v *validator) models() {
+	routes := map[string]bool{}
+	for _, r := range v.f.Routes {
+		routes[r.Name] = true
+	}
+	owner := map[string]string{} // alias → the path that listed it first
+	for _, r := range v.f.Routes {
+		for i, m := range r.Models {
+			p := fmt.Sprintf("routes.%s.models[%d]", r.Name, i)
+			switch {
+			case m == "" || strings.IndexFunc(m, func(c rune) bool { return c <= ' ' || c == 0x7f }) >= 0:
+				v.errorf(p, "invalid model name %q (want a name without spaces or control characters)", m)
+			case m == r.Name:
+				v.errorf(p, "%q is the route's own name, which it answers to already", m)
+			case routes[m]:
+				v.errorf(p, "%q is the name of route %q (line %d): an alias may not hide a route", m, m, v.line("routes."+m))
+			case owner[m] != "":
+				first := owner[m]
+				v.errorf(p, "%q is already listed at %s (line %d): a model name leads to one route", m, first, v.line(first))
+			default:
+				owner[m] = p
+			}
+		}
+	}
+	if d := v.f.Server.DefaultRoute; d != "" || v.written("server.default_route") {
+		if !routes[d] {
+			names := make([]string, 0, len(routes))
+			for _, r := range v.f.Routes {
+				names = append(names, r.Name)
+			}
+			known := "the file has no routes"
+			if len(names) > 0 {
+				known = "routes: " + strings.Join(names, ", ")
+			}
+			v.errorf("server.default_route", "names no route %q (%s)", d, known)
+		}
+	}
 }

@@ -25,10 +25,14 @@ type providerStatus struct {
 	Until   *time.Time `json:"until,omitempty"`
 	// RampUntil is when a provider whose breaker a good probe closed takes its full share
 	// of calls again (breaker.ramp_up); absent when it is not ramping up.
-	RampUntil *time.Time              `json:"ramp_until,omitempty"`
-	InFlight  int                     `json:"in_flight"`
-	Fault     *faultView              `json:"fault"`
-	Tasks     map[string]latencyState `json:"tasks"`
+	RampUntil *time.Time `json:"ramp_until,omitempty"`
+	InFlight  int        `json:"in_flight"`
+	// ConcurrencyLimit is the provider's adaptive concurrency limit now, and Queued the
+	// calls waiting for a slot under it.
+	ConcurrencyLimit int                     `json:"concurrency_limit"`
+	Queued           int                     `json:"queued"`
+	Fault            *faultView              `json:"fault"`
+	Tasks            map[string]latencyState `json:"tasks"`
 }
 
 // faultView is a fault in force as /admin/status and PUT /admin/faults show it: the fault
@@ -155,6 +159,8 @@ type statusDoc struct {
 	StateBackend map[string]any            `json:"state_backend"`
 	ReviewStore  map[string]any            `json:"review_store"`
 	Alerts       []alerts.State            `json:"alerts"`
+	// Config is the config in force and the last reload (reload.go).
+	Config *configStatus `json:"config"`
 }
 
 func (g *Gateway) status(w http.ResponseWriter, r *http.Request) {
@@ -169,6 +175,7 @@ func (g *Gateway) statusOf(ctx context.Context) statusDoc {
 	for _, name := range e.Providers() {
 		snap := e.Breaker(name).Snapshot(ctx)
 		ps := providerStatus{Breaker: snap.State.String(), InFlight: e.InFlight(name), Tasks: map[string]latencyState{}}
+		ps.ConcurrencyLimit, ps.Queued = e.Concurrency(name)
 		if !snap.Since.IsZero() {
 			s := snap.Since.UTC()
 			ps.Since = &s
@@ -220,6 +227,7 @@ func (g *Gateway) statusOf(ctx context.Context) statusDoc {
 	}
 	doc.StateBackend = g.stateStatus()
 	doc.ReviewStore = g.reviewStoreStatus(ctx)
+	doc.Config = g.reloads.status()
 	return doc
 }
 
@@ -287,8 +295,8 @@ func (g *Gateway) putFlags(w http.ResponseWriter, r *http.Request) {
 	if doc.Tasks == nil {
 		doc.Tasks = map[string]flags.TaskFlags{}
 	}
-	if g.flagDefaults != nil {
-		for name, tf := range g.flagDefaults.Tasks {
+	if defaults := tab.flagDefaults; defaults != nil {
+		for name, tf := range defaults.Tasks {
 			if _, ok := doc.Tasks[name]; !ok {
 				doc.Tasks[name] = tf
 			}
@@ -419,7 +427,7 @@ func (g *Gateway) mergeFlags(cur *flags.Document, patch []byte) (*flags.Document
 	if err != nil {
 		return nil, &badPatch{"invalid_request", err}
 	}
-	defaults := g.flagDefaults
+	defaults := g.served().flagDefaults
 	if defaults == nil {
 		defaults = &flags.Document{}
 	}

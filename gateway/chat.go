@@ -191,22 +191,22 @@ func decodeChatRequest(body []byte) (*chatRequest, *afloat.Request, error) {
 }
 
 func canonicalMessage(i int, m chatMessage) (afloat.Message, error) {
-	param := fmt.Sprintf("messages[%d]", i)
+	param := func(field string) string { return fmt.Sprintf("messages[%d].%s", i, field) } // only on an error
 	role := m.Role
 	switch role {
 	case "developer":
 		role = afloat.RoleSystem
 	case afloat.RoleSystem, afloat.RoleUser, afloat.RoleAssistant, afloat.RoleTool:
 	default:
-		return afloat.Message{}, badParam(param+".role", "role %q is not supported", m.Role)
+		return afloat.Message{}, badParam(param("role"), "role %q is not supported", m.Role)
 	}
 	text, err := messageText(m.Content)
 	if err != nil {
-		return afloat.Message{}, badParam(param+".content", "%v", err)
+		return afloat.Message{}, badParam(param("content"), "%v", err)
 	}
 	msg := afloat.Message{Role: role, Content: text, ToolCallID: m.ToolCallID, Name: m.Name}
 	if role == afloat.RoleTool && m.ToolCallID == "" {
-		return afloat.Message{}, badParam(param+".tool_call_id", "a tool message needs tool_call_id")
+		return afloat.Message{}, badParam(param("tool_call_id"), "a tool message needs tool_call_id")
 	}
 	for j, tc := range m.ToolCalls {
 		args := json.RawMessage(tc.Function.Arguments)
@@ -214,7 +214,7 @@ func canonicalMessage(i int, m chatMessage) (afloat.Message, error) {
 			args = json.RawMessage("{}")
 		}
 		if !json.Valid(args) {
-			return afloat.Message{}, badParam(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), "arguments must be a JSON string")
+			return afloat.Message{}, badParam(param(fmt.Sprintf("tool_calls[%d].function.arguments", j)), "arguments must be a JSON string")
 		}
 		msg.ToolCalls = append(msg.ToolCalls, afloat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 	}
@@ -290,15 +290,15 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 		writeChatError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error(), pe.param)
 		return
 	}
-	route, ok := g.served().routes[cr.Model]
+	name, route, ok := g.served().route(cr.Model)
 	if !ok {
 		writeChatError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
-			fmt.Sprintf("no route %q: the model field names an afloat route", cr.Model), "model")
+			fmt.Sprintf("no route %q: the model field names an afloat route or an alias of one", cr.Model), "model")
 		return
 	}
-	w.Header().Set("X-Afloat-Route", cr.Model)
+	w.Header().Set("X-Afloat-Route", name)
 	if cr.Stream {
-		g.chatStream(w, r, cr, req, route)
+		g.chatStream(w, r, cr, req, name, route)
 		return
 	}
 	rep, err := route.Complete(r.Context(), req)
@@ -311,7 +311,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	setAfloatHeaders(w.Header(), rep.Source, rep.Provider, rep.Degraded)
 	setCost(w.Header(), rep.Response.Usage)
-	writeJSON(w, http.StatusOK, chatCompletion(cr.Model, rep, g.clock.Now()))
+	writeJSON(w, http.StatusOK, chatCompletion(name, rep, g.clock.Now()))
 }
 
 // answerModel is the model to report: the upstream model that answered, or the route's name
@@ -325,11 +325,12 @@ func answerModel(upstream, route string) string {
 
 // chatFailed answers a route call that produced no answer and reports whether it did.
 func (g *Gateway) chatFailed(w http.ResponseWriter, r *http.Request, rep *cascade.Reply, err error) bool {
+	if err == nil {
+		return false // before the targets of errors.As below, which escape
+	}
 	var re *cascade.RequestError
 	var refused *cascade.RefusalError
 	switch {
-	case err == nil:
-		return false
 	case errors.As(err, &re):
 		writeChatError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", re.Error(), re.Field)
 	case errors.As(err, &refused):
@@ -375,8 +376,11 @@ const maxRetryAfter = 30 * time.Second
 // than the period is not in the Reply.
 func (g *Gateway) retryAfter(ctx context.Context, rep *cascade.Reply) time.Duration {
 	wait := maxRetryAfter
-	if rep == nil {
+	switch {
+	case rep == nil:
 		return wait
+	case rep.Reason == afloat.ReasonShed:
+		return time.Second // afloat's own overload: it passes as soon as the burst does
 	}
 	now := g.clock.Now()
 	seen := map[string]bool{}
@@ -397,21 +401,55 @@ func (g *Gateway) retryAfter(ctx context.Context, rep *cascade.Reply) time.Durat
 }
 
 func setAfloatHeaders(h http.Header, source afloat.Source, provider string, degraded bool) {
-	h.Set("X-Afloat-Source", string(source))
+	h["X-Afloat-Source"] = headerValue(string(source))
 	if provider != "" {
 		h.Set("X-Afloat-Provider", provider)
 	}
-	h.Set("X-Afloat-Degraded", strconv.FormatBool(degraded))
+	h["X-Afloat-Degraded"] = headerValue(strconv.FormatBool(degraded))
+}
+
+// headerValues are the values of afloat's headers that come from a small fixed set, each
+// allocated once; a header is set to one by assignment (the key is already canonical), as
+// net/http itself does for Content-Type. Nothing appends to a response's header values.
+var headerValues = func() map[string][]string {
+	m := map[string][]string{}
+	for _, v := range []string{"true", "false", "application/json", "text/event-stream",
+		string(afloat.SourceModel), string(afloat.SourceHeuristic), string(afloat.SourceHuman),
+		string(afloat.SourceUnavailable)} {
+		m[v] = []string{v}
+	}
+	return m
+}()
+
+// headerValue is v as a header's values: the shared copy for a fixed value, else a new one.
+func headerValue(v string) []string {
+	if vs, ok := headerValues[v]; ok {
+		return vs
+	}
+	return []string{v}
 }
 
 type completion struct {
-	ID      string         `json:"id"`
-	Object  string         `json:"object"`
-	Created int64          `json:"created"`
-	Model   string         `json:"model"`
-	Choices []choice       `json:"choices"`
-	Usage   *usageJSON     `json:"usage,omitempty"`
-	Afloat  map[string]any `json:"afloat,omitempty"`
+	ID      string     `json:"id"`
+	Object  string     `json:"object"`
+	Created int64      `json:"created"`
+	Model   string     `json:"model"`
+	Choices []choice   `json:"choices"`
+	Usage   *usageJSON `json:"usage,omitempty"`
+	// Afloat is afloat's extension: an *afloatJSON on a completion, a *continuedJSON on the
+	// chunks of a stream another provider took over.
+	Afloat any `json:"afloat,omitempty"`
+}
+
+// afloatJSON is afloat's extension of a completion: who answered and how. Its fields are in
+// the order of their names, as they were when this was a map.
+type afloatJSON struct {
+	Attempts []afloat.Attempt `json:"attempts"`
+	Degraded bool             `json:"degraded"`
+	Provider string           `json:"provider"`
+	Reason   *afloat.Reason   `json:"reason"`
+	Source   afloat.Source    `json:"source"`
+	Tier     int              `json:"tier"`
 }
 
 type choice struct {
@@ -443,10 +481,12 @@ func usageOf(u afloat.Usage) *usageJSON {
 		Cost: u.Cost, Currency: u.Currency}
 }
 
-func newID() string {
+// newID returns a random id for an answer: prefix ("chatcmpl-", "msg_", "toolu_", as the
+// vendor's own ids start) then 24 hex digits.
+func newID(prefix string) string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
-	return "chatcmpl-" + hex.EncodeToString(b[:])
+	return prefix + hex.EncodeToString(b[:])
 }
 
 func toolCallsJSON(calls []afloat.ToolCall, indexed bool) []chatToolCall {
@@ -481,11 +521,24 @@ func chatCompletion(model string, rep *cascade.Reply, now time.Time) completion 
 	// usage is the answer's: failed attempts are not billed to the caller (their cost is in
 	// afloat_wasted_cost_total).
 	return completion{
-		ID: newID(), Object: "chat.completion", Created: now.Unix(), Model: answerModel(resp.Model, model),
+		ID: newID("chatcmpl-"), Object: "chat.completion", Created: now.Unix(), Model: answerModel(resp.Model, model),
 		Choices: []choice{{Index: 0, Message: msg, FinishReason: &finish}},
 		Usage:   usageOf(resp.Usage),
-		Afloat:  map[string]any{"source": rep.Source, "provider": rep.Provider, "tier": rep.Tier, "degraded": rep.Degraded, "reason": nullable(string(rep.Reason)), "attempts": publicAttempts(rep.Attempts)},
+		Afloat:  &afloatJSON{Source: rep.Source, Provider: rep.Provider, Tier: rep.Tier, Degraded: rep.Degraded, Reason: reasonOrNull(rep.Reason), Attempts: publicAttempts(rep.Attempts)},
 	}
+}
+
+// continuedJSON is afloat's extension of a chunk after another provider took the stream over.
+type continuedJSON struct {
+	ContinuedBy string `json:"continued_by"`
+}
+
+// reasonOrNull is a reason for JSON: null when there is none.
+func reasonOrNull(r afloat.Reason) *afloat.Reason {
+	if r == "" {
+		return nil
+	}
+	return &r
 }
 
 func nullable(s string) any {
@@ -495,169 +548,145 @@ func nullable(s string) any {
 	return s
 }
 
-// chatStream answers with server-sent events in OpenAI's chunk format. Until the first
-// chunk is written another tier may still answer; a failure after it ends the stream with an
-// error event and no [DONE], so that no client takes a cut answer for a whole one.
-func (g *Gateway) chatStream(w http.ResponseWriter, r *http.Request, cr *chatRequest, req *afloat.Request, route *cascade.Route) {
-	flusher, _ := w.(http.Flusher)
-	id, created := newID(), g.clock.Now().Unix()
-	started := false
-	finished := false
-	write := func(v any) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return err
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return nil
-	}
-	// model is the upstream model streaming now; first the provider that started the
-	// stream, and continuedBy the one that took over a cut stream (an afloat extension on
-	// every chunk after the switch).
-	model, first, continuedBy := "", "", ""
-	chunk := func(d *choiceDelta, finish *string) completion {
-		c := completion{ID: id, Object: "chat.completion.chunk", Created: created, Model: answerModel(model, cr.Model),
-			Choices: []choice{{Index: 0, Delta: d, FinishReason: finish}}}
-		if continuedBy != "" {
-			c.Afloat = map[string]any{"continued_by": continuedBy}
-		}
-		return c
-	}
-	emit := func(provider string, tier int, c afloat.Chunk) error {
-		switch {
-		case first == "":
-			first = provider
-		case provider != first && provider != continuedBy:
-			continuedBy, model = provider, ""
-		}
-		if c.Model != "" {
-			model = c.Model
-		}
-		if !started {
-			h := w.Header()
-			h.Set("Content-Type", "text/event-stream")
-			h.Set("Cache-Control", "no-cache")
-			h.Set("X-Accel-Buffering", "no")
-			setAfloatHeaders(h, afloat.SourceModel, provider, tier > 0)
-			costTrailers(h)
-			w.WriteHeader(http.StatusOK)
-			started = true
-			empty := ""
-			if err := write(chunk(&choiceDelta{Role: afloat.RoleAssistant, Content: &empty}, nil)); err != nil {
-				return err
-			}
-		}
-		if c.Delta != "" || len(c.ToolCalls) > 0 {
-			d := &choiceDelta{ToolCalls: toolCallsJSON(c.ToolCalls, true)}
-			if c.Delta != "" {
-				text := c.Delta
-				d.Content = &text
-			}
-			if err := write(chunk(d, nil)); err != nil {
-				return err
-			}
-		}
-		if c.FinishReason != "" {
-			finished = true
-			f := c.FinishReason
-			return write(chunk(&choiceDelta{}, &f))
-		}
-		return nil
-	}
-	rep, err := route.Stream(r.Context(), req, emit)
-	noteReply(r.Context(), route.Name(), rep)
-	if rep != nil && rep.Degraded {
-		g.logDegraded(r, route.Name(), rep.Attempts)
-	}
-	if !started {
-		if g.chatFailed(w, r, rep, err) {
-			return
-		}
-		// An answer with nothing to stream still opens and ends a stream.
-		_ = emit(rep.Provider, rep.Tier, afloat.Chunk{})
-	}
-	var se *cascade.StreamError
-	switch {
-	case r.Context().Err() != nil:
-		return // the client left; nobody reads the rest
-	case errors.As(err, &se) && afloat.KindOf(se.Err) == afloat.Refused:
-		// The provider stopped its own answer under its content policy: not continued, and
-		// said as such.
-		_ = write(map[string]apiError{"error": {Code: "content_filter", Type: "afloat_stream_error",
-			Message: "the provider stopped the answer under its content policy; the answer is incomplete"}})
-		return
-	case errors.As(err, &se):
-		g.log.WarnContext(r.Context(), "stream cut after its first chunk", "route", cr.Model, "provider", se.Provider, "err", se.Err)
-		_ = write(map[string]apiError{"error": {Code: "stream_interrupted", Type: "afloat_stream_error",
-			Message: "the model's stream was cut before it finished; the answer is incomplete"}})
-		return
-	case err != nil:
-		return // the client left, or an error already answered
-	}
-	if !finished {
-		f := "stop"
-		if len(rep.Response.ToolCalls) > 0 {
-			f = "tool_calls"
-		}
-		if write(chunk(&choiceDelta{}, &f)) != nil {
-			return
-		}
-	}
-	if cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage {
-		last := chunk(nil, nil)
-		last.Choices, last.Usage = []choice{}, usageOf(rep.Response.Usage)
-		if write(last) != nil {
-			return
-		}
-	}
-	setCost(w.Header(), rep.Response.Usage) // sent as trailers, after the body
-	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
-	if flusher != nil {
-		flusher.Flush()
-	}
+// chatStream answers with server-sent events in OpenAI's chunk format (streamRoute runs the
+// route). A stream cut after its first chunk ends with an error event and no [DONE].
+func (g *Gateway) chatStream(w http.ResponseWriter, r *http.Request, cr *chatRequest, req *afloat.Request, name string, route *cascade.Route) {
+	s := newSSE(w)
+	f := &chatEvents{s: s, id: newID("chatcmpl-"), created: g.clock.Now().Unix(), route: name,
+		usage: cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage}
+	g.streamRoute(r, route, req, s, f, func(rep *cascade.Reply, err error) bool { return g.chatFailed(w, r, rep, err) })
 }
 
-// modelJSON is one entry of GET /v1/models: a route, in OpenAI's model shape.
+// chatEvents writes a streamed route answer as OpenAI's chat completion chunks.
+type chatEvents struct {
+	s       *sse
+	id      string
+	created int64
+	route   string
+	usage   bool // stream_options.include_usage: a last chunk with the usage
+	// finished: the finish chunk went out.
+	finished bool
+}
+
+func (f *chatEvents) chunkOf(d *choiceDelta, finish *string) completion {
+	c := completion{ID: f.id, Object: "chat.completion.chunk", Created: f.created, Model: answerModel(f.s.model, f.route),
+		Choices: []choice{{Index: 0, Delta: d, FinishReason: finish}}}
+	if f.s.continuedBy != "" {
+		// An afloat extension on every chunk after another provider took the stream over.
+		c.Afloat = &continuedJSON{ContinuedBy: f.s.continuedBy}
+	}
+	return c
+}
+
+func (f *chatEvents) begin() error {
+	empty := ""
+	return f.s.event("", f.chunkOf(&choiceDelta{Role: afloat.RoleAssistant, Content: &empty}, nil))
+}
+
+func (f *chatEvents) chunk(c afloat.Chunk) error {
+	if c.Delta != "" || len(c.ToolCalls) > 0 {
+		d := &choiceDelta{ToolCalls: toolCallsJSON(c.ToolCalls, true)}
+		if c.Delta != "" {
+			text := c.Delta
+			d.Content = &text
+		}
+		if err := f.s.event("", f.chunkOf(d, nil)); err != nil {
+			return err
+		}
+	}
+	if c.FinishReason != "" {
+		f.finished = true
+		reason := c.FinishReason
+		return f.s.event("", f.chunkOf(&choiceDelta{}, &reason))
+	}
+	return nil
+}
+
+func (f *chatEvents) end(rep *cascade.Reply, how streamEnd) error {
+	switch how {
+	case streamRefused:
+		return f.s.event("", map[string]apiError{"error": {Code: "content_filter", Type: "afloat_stream_error",
+			Message: "the provider stopped the answer under its content policy; the answer is incomplete"}})
+	case streamCut:
+		return f.s.event("", map[string]apiError{"error": {Code: "stream_interrupted", Type: "afloat_stream_error",
+			Message: "the model's stream was cut before it finished; the answer is incomplete"}})
+	}
+	if !f.finished {
+		reason := "stop"
+		if len(rep.Response.ToolCalls) > 0 {
+			reason = "tool_calls"
+		}
+		if err := f.s.event("", f.chunkOf(&choiceDelta{}, &reason)); err != nil {
+			return err
+		}
+	}
+	if f.usage {
+		last := f.chunkOf(nil, nil)
+		last.Choices, last.Usage = []choice{}, usageOf(rep.Response.Usage)
+		if err := f.s.event("", last); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprint(f.s.w, "data: [DONE]\n\n"); err != nil {
+		return err
+	}
+	f.s.flush()
+	return nil
+}
+
+// modelJSON is one entry of GET /v1/models: a route or an alias of one, in OpenAI's model
+// shape.
 type modelJSON struct {
 	ID      string `json:"id"`
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	// Afloat names the route an alias leads to (an afloat extension); absent on a route.
+	Afloat *modelRoute `json:"afloat,omitempty"`
 }
 
-// modelOf is a route as a model. A route has no date of its own: Created is now.
-func (g *Gateway) modelOf(name string) modelJSON {
-	return modelJSON{ID: name, Object: "model", Created: g.clock.Now().Unix(), OwnedBy: "afloat"}
+type modelRoute struct {
+	Route string `json:"route"`
 }
 
-// models answers GET /v1/models: the routes, by name, in OpenAI's list shape. Every tenant
-// sees every route, as every tenant may call them.
-func (g *Gateway) models(w http.ResponseWriter, r *http.Request) {
-	routes := g.served().routes
-	names := make([]string, 0, len(routes))
-	for name := range routes {
-		names = append(names, name)
+// modelOf is a route, or an alias of route, as a model. A route has no date of its own:
+// Created is now.
+func (g *Gateway) modelOf(id, route string) modelJSON {
+	m := modelJSON{ID: id, Object: "model", Created: g.clock.Now().Unix(), OwnedBy: "afloat"}
+	if id != route {
+		m.Afloat = &modelRoute{Route: route}
 	}
-	slices.Sort(names)
-	data := make([]modelJSON, 0, len(names))
-	for _, name := range names {
-		data = append(data, g.modelOf(name))
+	return m
+}
+
+// models answers GET /v1/models: the routes and their aliases, by name, in OpenAI's list
+// shape. Every tenant sees every route, as every tenant may call them.
+func (g *Gateway) models(w http.ResponseWriter, r *http.Request) {
+	s := g.served()
+	ids := make([]string, 0, len(s.routes)+len(s.models))
+	for name := range s.routes {
+		ids = append(ids, name)
+	}
+	for alias := range s.models {
+		ids = append(ids, alias)
+	}
+	slices.Sort(ids)
+	data := make([]modelJSON, 0, len(ids))
+	for _, id := range ids {
+		data = append(data, g.modelOf(id, s.routeOf(id)))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
-// model answers GET /v1/models/{model}: one route, or 404 in OpenAI's shape.
+// model answers GET /v1/models/{model}: one route or alias, or 404 in OpenAI's shape. The
+// default route does not make every name a model: only those the list shows are.
 func (g *Gateway) model(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("model")
-	if _, ok := g.served().routes[name]; !ok {
+	id := r.PathValue("model")
+	route := g.served().routeOf(id)
+	if route == "" {
 		writeChatError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
-			fmt.Sprintf("no route %q: a model is an afloat route", name), "model")
+			fmt.Sprintf("no route %q: a model is an afloat route or an alias of one", id), "model")
 		return
 	}
-	writeJSON(w, http.StatusOK, g.modelOf(name))
+	writeJSON(w, http.StatusOK, g.modelOf(id, route))
 }

@@ -1,7 +1,9 @@
 // Package gateway serves afloat over HTTP (shared/DESIGN.md §6): the typed task API
 // (POST /v1/tasks/{task}), an OpenAI-compatible chat endpoint over routes
-// (POST /v1/chat/completions, streaming included), review status for callers, the admin API
-// (status, flags, breakers, faults), /metrics, /healthz and /readyz.
+// (POST /v1/chat/completions, streaming included), Anthropic's Messages API over the same
+// routes (POST /v1/messages), the routes and their aliases (GET /v1/models), review status
+// for callers, the admin API (status, flags, breakers, faults, config reload), /metrics,
+// /healthz and /readyz.
 //
 // Every request gets an id (X-Request-Id: the caller's when valid, else generated) that
 // its response, its task envelope and its log lines carry, and its W3C trace context is

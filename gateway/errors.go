@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/afloat-dev/afloat"
 )
 
 // apiError is the body of every error of afloat's own API: {"error": {"code": …, "message":
@@ -29,7 +31,7 @@ type chatError struct {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = headerValue("application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -72,9 +74,13 @@ func openAIType(status int) string {
 	}
 }
 
-// requestError writes an error in the shape of the API called: OpenAI's, its type taken
-// from the status, on the OpenAI-compatible paths; afloat's elsewhere.
+// requestError writes an error in the shape of the API called: OpenAI's or Anthropic's, its
+// type taken from the status, on the paths compatible with theirs; afloat's elsewhere.
 func requestError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	if anthropicPath(r.URL.Path) {
+		writeAnthropicError(w, r, status, anthropicType(status), msg)
+		return
+	}
 	if openAIPath(r.URL.Path) {
 		writeChatError(w, status, openAIType(status), code, msg, "")
 		return
@@ -94,6 +100,20 @@ func bodyError(w http.ResponseWriter, r *http.Request, err error) {
 
 // internalMessage is all a client learns of a panic; the log has the rest.
 const internalMessage = "internal error"
+
+// writePanicEvent ends an event stream whose handler panicked with an error event in the
+// shape of the API called.
+func writePanicEvent(sw *statusWriter, r *http.Request) {
+	msg := internalMessage + "; the answer is incomplete"
+	if anthropicPath(r.URL.Path) {
+		b, _ := json.Marshal(anthropicErrorBody("api_error", msg, afloat.RequestID(r.Context())))
+		_, _ = fmt.Fprintf(sw, "event: error\ndata: %s\n\n", b)
+	} else {
+		b, _ := json.Marshal(map[string]apiError{"error": {Code: "internal", Type: "afloat_stream_error", Message: msg}})
+		_, _ = fmt.Fprintf(sw, "data: %s\n\n", b)
+	}
+	sw.Flush()
+}
 
 // writeInternal answers a panic with a 500 in the shape of the API called.
 func writeInternal(w http.ResponseWriter, r *http.Request) {

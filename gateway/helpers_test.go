@@ -21,6 +21,7 @@ import (
 	"github.com/afloat-dev/afloat/provider/fault"
 	"github.com/afloat-dev/afloat/provider/openai"
 	"github.com/afloat-dev/afloat/review"
+	"github.com/afloat-dev/afloat/shed"
 	"github.com/afloat-dev/afloat/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -45,7 +46,7 @@ type mockUpstream struct {
 	srv    *httptest.Server
 	calls  atomic.Int64
 	mu     sync.Mutex
-	mode   string // ok | fail | hang | cut | answer
+	mode   string // ok | fail | hang | cut | answer | tool (see toolAnswer) | refuse
 	answer string
 	bodies [][]byte
 	auth   []string
@@ -87,6 +88,14 @@ func (m *mockUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		case <-time.After(10 * time.Second):
 		}
+		return
+	case "tool":
+		toolAnswer(w, body, req.Stream)
+		return
+	case "refuse":
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"error":{"message":"the request breaks the usage policy","type":"invalid_request_error","code":"content_policy_violation"}}`)
 		return
 	}
 	if !req.Stream {
@@ -146,6 +155,8 @@ type env struct {
 	srv      *httptest.Server
 	logs     *syncBuffer
 	registry *prometheus.Registry
+	// pressure is the scheduling latency the engine's shedder reads (shed threshold 10ms).
+	pressure atomic.Int64
 }
 
 type envOption func(*Config)
@@ -176,7 +187,8 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		e.faults[up.name] = f
 		pcs = append(pcs, cascade.ProviderConfig{Name: up.name, Provider: f, Retry: cascade.RetryConfig{Max: -1}})
 	}
-	e.engine, err = cascade.New(cascade.Config{Providers: pcs, Flags: e.flags, Review: e.review, Metrics: metrics, Logger: logger})
+	shedder := shed.New(10*time.Millisecond, func() time.Duration { return time.Duration(e.pressure.Load()) })
+	e.engine, err = cascade.New(cascade.Config{Providers: pcs, Flags: e.flags, Review: e.review, Metrics: metrics, Logger: logger, Shed: shedder})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,28 +30,6 @@ var designMetrics = []string{
 
 var metricName = regexp.MustCompile("`(afloat_[a-z0-9_]+)`")
 
-// notExportedYet returns the metrics the README says this build does not export: the first
-// sentence after "**Metrics not exported yet.**" in its notes on the design's names.
-func notExportedYet(t *testing.T) []string {
-	t.Helper()
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const marker = "**Metrics not exported yet.**"
-	_, rest, ok := strings.Cut(string(b), marker)
-	if !ok {
-		t.Fatalf("README: no %q paragraph", marker)
-	}
-	sentence, _, _ := strings.Cut(rest, ". ")
-	sentence, _, _ = strings.Cut(sentence, ".\n")
-	var names []string
-	for _, m := range metricName.FindAllStringSubmatch(sentence, -1) {
-		names = append(names, m[1])
-	}
-	return names
-}
-
 // TestDesignMetricsAreTheDesigns: the list above is DESIGN §8's table, when the design
 // document is beside the repository.
 func TestDesignMetricsAreTheDesigns(t *testing.T) {
@@ -121,9 +99,8 @@ func sum(fams map[string]*dto.MetricFamily, name string, match map[string]string
 }
 
 // TestMetricsAfterARun drives a gateway over simulated providers through the paths the
-// metrics watch and reads its /metrics: every metric of DESIGN §8 that the README does not
-// list as not exported yet is there (and those it lists are not), the ones the run exercised
-// moved, no series names a task or route that does not exist or a tenant, and the cost in
+// metrics watch and reads its /metrics: every metric of DESIGN §8 is there, the ones the run
+// exercised moved, no series names a task or route that does not exist or a tenant, and the cost in
 // /admin/status is what the cost metrics say.
 func TestMetricsAfterARun(t *testing.T) {
 	g := scrape.Start(t)
@@ -131,20 +108,8 @@ func TestMetricsAfterARun(t *testing.T) {
 	fams := g.Families(t)
 
 	t.Run("design names", func(t *testing.T) {
-		notYet := notExportedYet(t)
-		if len(notYet) == 0 {
-			t.Fatal("README lists no metric as not exported yet: parse failed, or remove this test's reading of it")
-		}
-		for _, name := range notYet {
-			if !slices.Contains(designMetrics, name) {
-				t.Errorf("README lists %s as not exported yet; DESIGN §8 does not name it", name)
-			}
-		}
 		for _, name := range designMetrics {
-			switch _, have := fams[name]; {
-			case slices.Contains(notYet, name) && have:
-				t.Errorf("%s is exported, but the README says it is not yet", name)
-			case !slices.Contains(notYet, name) && !have:
+			if _, have := fams[name]; !have {
 				t.Errorf("%s is not in the scrape", name)
 			}
 		}

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,6 +54,13 @@ type Config struct {
 	// Tasks and Routes are served by name; nil serves none.
 	Tasks  map[string]*cascade.Task
 	Routes map[string]*cascade.Route
+	// Models maps an alias, a model name a client may send instead of a route's name
+	// ("gpt-4o-mini"), to the route that answers it; each names a route of Routes and is no
+	// route's name itself. nil means no aliases.
+	Models map[string]string
+	// DefaultRoute names the route of Routes that answers a chat or messages call whose
+	// model is neither a route nor an alias; "" answers those 404.
+	DefaultRoute string
 	// Faults are the fault injectors of the providers, by name; nil disables
 	// /admin/faults.
 	Faults map[string]*fault.Provider
@@ -111,6 +117,16 @@ type Config struct {
 	// only the requests answered 4xx or 5xx, "off" none. Failed attempts of degraded answers
 	// are logged whatever it says.
 	AccessLog string
+	// FlagDefaults is the config's flag document: a task that PUT /admin/flags omits takes
+	// its entry (a staged rollout stays staged). nil takes the document Flags holds at New.
+	FlagDefaults *flags.Document
+	// Version names the config in force in /admin/status (config.File.Version); "" leaves
+	// it out.
+	Version string
+	// Reload re-reads the config and puts it in force with Swap (POST /admin/reload and
+	// Gateway.Reload, which serve calls on SIGHUP), or changes nothing and returns why. nil
+	// answers 404 at /admin/reload.
+	Reload Reloader
 }
 
 // Gateway is the HTTP face of afloat. It is safe for concurrent use.
@@ -118,16 +134,14 @@ type Gateway struct {
 	cfg     Config
 	clock   clockwork.Clock
 	log     *slog.Logger
-	keys    []tenantKey
 	idem    *idempotency
 	handler http.Handler
-	// flagDefaults is the flag document the store held at start: the config's. PUT
-	// /admin/flags fills what a document omits from it.
-	flagDefaults *flags.Document
 	// readyz is the last readiness probe, which /readyz answers from.
 	readyz readyCache
 	// table holds what is served by name (served.go).
 	table atomic.Pointer[served]
+	// reloads is the config in force and the last reload (reload.go).
+	reloads reloads
 }
 
 type tenantKey struct {
@@ -158,7 +172,11 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.Gatherer = prometheus.NewRegistry()
 	}
 	g := &Gateway{cfg: cfg, clock: cfg.Clock, log: cfg.Logger}
-	g.table.Store(&served{engine: cfg.Engine, tasks: cfg.Tasks, routes: cfg.Routes, faults: cfg.Faults})
+	table, err := newServed(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.table.Store(table)
 	if g.clock == nil {
 		g.clock = clockwork.NewRealClock()
 	}
@@ -166,30 +184,13 @@ func New(cfg Config) (*Gateway, error) {
 		g.log = slog.New(slog.DiscardHandler)
 	}
 	g.log = slog.New(telemetry.LogHandler(g.log.Handler())) // request_id, trace_id on every line
-	for tenant, keys := range cfg.Tenants {
-		for _, k := range keys {
-			if k == "" {
-				return nil, fmt.Errorf("gateway: tenant %q has an empty key", tenant)
-			}
-			if k == cfg.AdminToken {
-				return nil, fmt.Errorf("gateway: a key of tenant %q is the admin token", tenant)
-			}
-			g.keys = append(g.keys, tenantKey{tenant: tenant, key: []byte(k)})
-		}
-	}
-	if err := checkOperators(cfg); err != nil {
-		return nil, err
-	}
 	g.idem = newIdempotency(g.clock, 24*time.Hour, 10000)
-	if cfg.Flags != nil {
-		if d, err := cfg.Flags.Flags(context.Background()); err == nil {
-			g.flagDefaults = d
-		}
-	}
+	g.reloads.start(cfg.Version, g.clock.Now())
 
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/tasks/{task}", g.client(http.HandlerFunc(g.task)))
 	mux.Handle("POST /v1/chat/completions", g.client(http.HandlerFunc(g.chat)))
+	mux.Handle("POST /v1/messages", anthropicRequestID(g.client(http.HandlerFunc(g.messages))))
 	mux.Handle("GET /v1/models", g.client(http.HandlerFunc(g.models)))
 	mux.Handle("GET /v1/models/{model}", g.client(http.HandlerFunc(g.model)))
 	mux.Handle("GET /v1/reviews/{id}", g.client(http.HandlerFunc(g.reviewStatus)))
@@ -201,6 +202,7 @@ func New(cfg Config) (*Gateway, error) {
 	mux.Handle("PUT /admin/faults/{provider}", g.admin(http.HandlerFunc(g.putFault)))
 	mux.Handle("DELETE /admin/faults/{provider}", g.admin(http.HandlerFunc(g.deleteFault)))
 	mux.Handle("POST /admin/drills", g.admin(http.HandlerFunc(g.postDrill)))
+	mux.Handle("POST /admin/reload", g.admin(http.HandlerFunc(g.postReload)))
 	g.routeReviews(mux)
 	g.routeConsole(mux) // GET /ui/ (console.go) and GET /admin/audit
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
@@ -210,10 +212,10 @@ func New(cfg Config) (*Gateway, error) {
 	mux.HandleFunc("GET /readyz", g.ready)
 	// A known path with another method is 405 with Allow, in the JSON error shape.
 	for path, allow := range map[string]string{
-		"/v1/tasks/{task}": "POST", "/v1/chat/completions": "POST", "/v1/reviews/{id}": "GET",
+		"/v1/tasks/{task}": "POST", "/v1/chat/completions": "POST", "/v1/messages": "POST", "/v1/reviews/{id}": "GET",
 		"/v1/models": "GET", "/v1/models/{model}": "GET",
 		"/admin/status": "GET", "/admin/flags": "GET, PUT, PATCH", "/admin/breakers/{provider}": "PUT",
-		"/admin/faults/{provider}": "PUT, DELETE", "/metrics": "GET", "/healthz": "GET", "/readyz": "GET",
+		"/admin/faults/{provider}": "PUT, DELETE", "/admin/reload": "POST", "/metrics": "GET", "/healthz": "GET", "/readyz": "GET",
 		"/admin/reviews": "GET", "/admin/reviews/{id}": "GET", "/admin/reviews/{id}/claim": "POST",
 		"/admin/reviews/{id}/resolve": "POST", "/admin/reviews/{id}/reject": "POST", "/admin/reviews/{id}/release": "POST",
 	} {
@@ -254,14 +256,18 @@ const tenantCtx ctxKey = 0
 func (g *Gateway) client(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tenant := ""
-		if len(g.keys) > 0 {
-			key, ok := bearer(r)
-			if !ok {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="afloat"`)
-				requestError(w, r, http.StatusUnauthorized, "unauthorized", "missing client key: send Authorization: Bearer <key>")
+		if keys := g.served().keys; len(keys) > 0 {
+			key, ok, err := callerKey(r)
+			if err != nil {
+				requestError(w, r, http.StatusBadRequest, "invalid_authorization", err.Error())
 				return
 			}
-			if tenant, ok = g.tenantOf(key); !ok {
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="afloat"`)
+				requestError(w, r, http.StatusUnauthorized, "unauthorized", "missing client key: "+keyHint(r))
+				return
+			}
+			if tenant, ok = tenantOf(keys, key); !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="afloat"`)
 				requestError(w, r, http.StatusUnauthorized, "unauthorized", "unknown client key")
 				return
@@ -284,10 +290,10 @@ func (g *Gateway) client(next http.Handler) http.Handler {
 
 // tenantOf finds the tenant of key, comparing in constant time against every key so that
 // the time taken says nothing about which key came close.
-func (g *Gateway) tenantOf(key string) (string, bool) {
+func tenantOf(keys []tenantKey, key string) (string, bool) {
 	found, tenant := 0, ""
 	kb := []byte(key)
-	for _, k := range g.keys {
+	for _, k := range keys {
 		if subtle.ConstantTimeCompare(kb, k.key) == 1 {
 			found, tenant = 1, k.tenant
 		}
@@ -385,6 +391,8 @@ func (g *Gateway) accessLog(next http.Handler) http.Handler {
 			return
 		case g.cfg.AccessLog == "off", g.cfg.AccessLog == "errors" && sw.status < 400:
 			return
+		case !g.log.Enabled(r.Context(), slog.LevelInfo):
+			return // the line's attributes are not worth building
 		}
 		g.log.LogAttrs(r.Context(), slog.LevelInfo, "request", append([]slog.Attr{
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
@@ -419,10 +427,7 @@ func (g *Gateway) recover(next http.Handler) http.Handler {
 			case sw.status == 0:
 				writeInternal(sw, r)
 			case strings.HasPrefix(sw.Header().Get("Content-Type"), "text/event-stream"):
-				b, _ := json.Marshal(map[string]apiError{"error": {Code: "internal", Type: "afloat_stream_error",
-					Message: internalMessage + "; the answer is incomplete"}})
-				_, _ = fmt.Fprintf(sw, "data: %s\n\n", b)
-				sw.Flush()
+				writePanicEvent(sw, r)
 			default:
 				panic(http.ErrAbortHandler)
 			}

@@ -50,6 +50,31 @@ func (s *Set) Estimator(provider, task string, cfg Config) (*Estimator, error) {
 	return e, nil
 }
 
+// Lookup returns the Estimator for (provider, task) when one was created.
+func (s *Set) Lookup(provider, task string) (*Estimator, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.m[setKey{provider, task}]
+	return e, ok
+}
+
+// Adopt stores e for (provider, task) unless the Set holds one already, and returns the one
+// it holds: a config reload carries a provider's estimates into the Set of the engine that
+// replaces the old one.
+func (s *Set) Adopt(provider, task string, e *Estimator) *Estimator {
+	k := setKey{provider, task}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.m[k]; ok {
+		return cur
+	}
+	if s.m == nil {
+		s.m = make(map[setKey]*Estimator)
+	}
+	s.m[k] = e
+	return e
+}
+
 // Each calls fn for every Estimator, ordered by provider then task, for /admin/status and
 // the read-timeout gauges. fn runs without the Set's lock held, so it may call back into the
 // Set; Estimators created meanwhile may be missed.

@@ -6,7 +6,8 @@
 // Global Internet", IEEE JSAC 13(8), 1995) and as Netflix's concurrency-limits library does
 // for services (its Gradient2 limit, github.com/Netflix/concurrency-limits): while calls keep
 // answering as fast as they have over the long run, the limit grows by about its square root
-// every window, so that a fast provider's limit rises with demand; when a window's latency
+// every window, or by as many calls as waited for a slot (it doubles at most), so that a fast
+// provider's limit rises with demand; when a window's latency
 // rises above the long-run latency by more than the tolerance, the limit falls by the ratio
 // (smoothed: at most a quarter a window), before the provider melts; a window with a call the provider
 // dropped (a timeout, an overload answer) backs the limit off by a tenth. A window is at

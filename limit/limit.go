@@ -72,6 +72,8 @@ type window struct {
 	sum      time.Duration
 	dropped  bool
 	maxInUse int
+	// maxQueued is the most calls that waited at once: demand the limit did not admit.
+	maxQueued int
 }
 
 type waiter struct {
@@ -134,6 +136,7 @@ func (l *Limiter) Acquire(ctx context.Context, wait time.Duration) (Permit, erro
 	w := &waiter{ready: make(chan struct{})}
 	l.queue = append(l.queue, w)
 	l.queued++
+	l.win.maxQueued = max(l.win.maxQueued, l.queued)
 	l.mu.Unlock()
 
 	t := l.clock.NewTimer(wait)
@@ -216,13 +219,13 @@ func (l *Limiter) endWindow(now time.Time) {
 	if now.Sub(w.start) < min(max(2*mean, 100*time.Millisecond), time.Second) {
 		return
 	}
-	l.limit = l.next(mean, w.count, w.dropped, w.maxInUse)
+	l.limit = l.next(mean, w.count, w.dropped, w.maxInUse, w.maxQueued)
 	*w = window{start: now}
 }
 
-// next is the limit after a window of count answers of mean latency, with a drop or not,
-// and at most inUse calls in flight at once.
-func (l *Limiter) next(mean time.Duration, count int, dropped bool, inUse int) float64 {
+// next is the limit after a window of count answers of mean latency, with a drop or not, at
+// most inUse calls in flight at once and at most queued waiting.
+func (l *Limiter) next(mean time.Duration, count int, dropped bool, inUse, queued int) float64 {
 	limit := l.limit
 	if dropped {
 		return max(l.min, limit*0.9)
@@ -246,7 +249,14 @@ func (l *Limiter) next(mean time.Duration, count int, dropped bool, inUse int) f
 		return limit // the demand, not the provider, held the calls back: no evidence to grow on
 	}
 	gradient := max(0.5, min(1.0, l.tolerance*l.longRTT/short))
-	next := limit*gradient + math.Sqrt(limit)
+	// The headroom: the square root of the limit, or, while calls waited for a slot and the
+	// latency held, as many as waited (at most the limit: it doubles a window at most), so
+	// that a burst on a provider that keeps its latency is admitted within a few windows.
+	headroom := math.Sqrt(limit)
+	if gradient == 1 {
+		headroom = max(headroom, min(float64(queued), limit))
+	}
+	next := limit*gradient + headroom
 	if next < limit {
 		// Falls are smoothed (half the step a window), so that one slow window (a burst of
 		// long answers) does not halve the limit; rises are not, so that a fast provider's

@@ -48,11 +48,12 @@ type Options struct {
 // gateway's admin API (Flags, Set, Update) and sets faults (SetFault). It is safe for
 // concurrent use.
 type State struct {
-	kind     string
-	store    Store
-	mem      *flags.Memory
-	defaults *flags.Document
-	faults   map[string]*fault.Provider
+	kind  string
+	store Store
+	mem   *flags.Memory
+	// defaults and faults are the config's: Retarget replaces them on a config reload.
+	defaults atomic.Pointer[flags.Document]
+	faults   atomic.Pointer[map[string]*fault.Provider]
 	clock    clockwork.Clock
 	log      *slog.Logger
 
@@ -73,10 +74,9 @@ func New(ctx context.Context, opts Options) (*State, error) {
 		return nil, errors.New("state: a store and a flags.Memory are required")
 	}
 	cur, _ := opts.Flags.Flags(ctx)
-	s := &State{
-		kind: opts.Kind, store: opts.Store, mem: opts.Flags, defaults: cur, faults: opts.Faults,
-		clock: opts.Clock, log: opts.Logger,
-	}
+	s := &State{kind: opts.Kind, store: opts.Store, mem: opts.Flags, clock: opts.Clock, log: opts.Logger}
+	s.defaults.Store(cur)
+	s.faults.Store(&opts.Faults)
 	if s.clock == nil {
 		s.clock = clockwork.NewRealClock()
 	}
@@ -93,6 +93,28 @@ func New(ctx context.Context, opts Options) (*State, error) {
 		})
 	}
 	return s, s.Reload(ctx)
+}
+
+// Retarget points the State at a reloaded config: defaults become the flags of every task
+// the saved document omits (as Options.Flags at New), and faults the providers whose faults
+// it keeps. The saved flags and faults are then put in force again, as Reload does; when the
+// store has no saved document, defaults are. An error is Reload's: the flags and faults in
+// force stay as they were, and the next change the store reports loads them.
+func (s *State) Retarget(ctx context.Context, defaults *flags.Document, faults map[string]*fault.Provider) error {
+	s.mu.Lock()
+	s.defaults.Store(defaults.Clone())
+	s.faults.Store(&faults)
+	seen := s.seen
+	s.mu.Unlock()
+	if !seen {
+		// Nothing was saved: what is in force is the config's own flags.
+		if saved, _, err := s.store.LoadFlags(ctx); err == nil && saved == nil {
+			if err := s.mem.Set(ctx, defaults); err != nil {
+				return err
+			}
+		}
+	}
+	return s.Reload(ctx)
 }
 
 // Kind names the backend.
@@ -132,7 +154,7 @@ func (s *State) Reload(ctx context.Context) error {
 		return err
 	}
 	s.drills.Store(&drills)
-	for name, p := range s.faults {
+	for name, p := range *s.faults.Load() {
 		f := saved[name]
 		if err := p.SetUntil(f.Fault, f.Expires); err != nil {
 			s.log.Warn("state: saved fault ignored", "provider", name, "err", err)
@@ -173,7 +195,7 @@ func (s *State) reloadFlags(ctx context.Context) error {
 // withDefaults returns doc with the config's flags for every task it omits.
 func (s *State) withDefaults(doc *flags.Document) *flags.Document {
 	out := &flags.Document{Kill: doc.Kill, Tasks: make(map[string]flags.TaskFlags, len(doc.Tasks))}
-	for name, tf := range s.defaults.Tasks {
+	for name, tf := range s.defaults.Load().Tasks {
 		out.Tasks[name] = tf
 	}
 	for name, tf := range doc.Tasks {
@@ -200,7 +222,7 @@ func (s *State) Update(ctx context.Context, fn func(cur *flags.Document) (*flags
 		if err != nil {
 			return nil, err
 		}
-		cur := s.defaults
+		cur := s.defaults.Load()
 		if saved != nil {
 			cur = s.withDefaults(saved)
 		}
@@ -264,7 +286,7 @@ func (s *State) Drills() map[string]Drills {
 // its TTL made an absolute expiry, then in force here. Every replica of a shared store puts
 // it in force on the change it hears of.
 func (s *State) SetFault(ctx context.Context, name string, f fault.Fault) error {
-	p, ok := s.faults[name]
+	p, ok := (*s.faults.Load())[name]
 	if !ok {
 		return fmt.Errorf("state: no provider %q", name)
 	}

@@ -266,3 +266,42 @@ func TestStateStoreLostItsData(t *testing.T) {
 		t.Error("the kill switch cleared after the loss did not apply on every replica")
 	}
 }
+
+// TestStateRetarget: a config reload's Retarget makes its flags the defaults (in force at
+// once while nothing was saved; under the saved ones after) and its providers the ones the
+// saved faults go to.
+func TestStateRetarget(t *testing.T) {
+	ctx := context.Background()
+	clk := clockwork.NewFakeClock()
+	store := state.NewMemory()
+	r := newReplica(t, store, clk)
+	pct := func(n int) *int { return &n }
+	defaults := &flags.Document{Tasks: map[string]flags.TaskFlags{"triage": {RolloutPct: pct(60)}, "summary": {RolloutPct: pct(10)}}}
+	p, err := sim.New(sim.Config{Name: "backup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := map[string]*fault.Provider{"primary": r.faults["primary"], "backup": fault.Wrap("backup", p, clk)}
+	if err := r.st.Retarget(ctx, defaults, faults); err != nil {
+		t.Fatal(err)
+	}
+	if d := r.doc(t); d.Tasks["triage"].Rollout() != 60 || d.Tasks["summary"].Rollout() != 10 {
+		t.Fatalf("nothing saved: the new defaults are not in force: %+v", d.Tasks)
+	}
+	if err := r.st.SetFault(ctx, "backup", fault.Fault{Mode: fault.ModeTimeout}); err != nil {
+		t.Fatalf("a provider the reload added: %v", err)
+	}
+	if err := r.st.Set(ctx, &flags.Document{Tasks: map[string]flags.TaskFlags{"triage": {Kill: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	more := &flags.Document{Tasks: map[string]flags.TaskFlags{"triage": {RolloutPct: pct(5)}, "digest": {RolloutPct: pct(20)}}}
+	if err := r.st.Retarget(ctx, more, faults); err != nil {
+		t.Fatal(err)
+	}
+	if d := r.doc(t); !d.Tasks["triage"].Kill || d.Tasks["digest"].Rollout() != 20 {
+		t.Fatalf("flags saved: they stay over the new defaults, which fill the rest: %+v", d.Tasks)
+	}
+	if faults["backup"].Fault().Mode != fault.ModeTimeout {
+		t.Fatal("the saved fault is not in force on the provider after Retarget")
+	}
+}

@@ -37,6 +37,13 @@ func (c *CircuitStates) Watch(provider string, state func() float64) {
 	c.mu.Unlock()
 }
 
+// Remove drops provider's series: a config reload took the provider out.
+func (c *CircuitStates) Remove(provider string) {
+	c.mu.Lock()
+	delete(c.states, provider)
+	c.mu.Unlock()
+}
+
 // Init exports provider's series, at 0 until it is watched; it keeps a func already watched.
 func (c *CircuitStates) Init(provider string) {
 	c.mu.Lock()

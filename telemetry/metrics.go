@@ -51,6 +51,13 @@ type Metrics struct {
 	// ReviewSLABreaches counts the items that outlived their task's review_sla unanswered,
 	// each once (review.SLAWatch, brought up to date when scraped).
 	ReviewSLABreaches *RefreshedCounterVec // task
+	// Hedges counts the calls hedged from a tier to the next; Shed the calls shed under
+	// afloat's own overload; ConcurrencyLimit and ConcurrencyQueued each provider's adaptive
+	// concurrency limit and the calls waiting for a slot under it.
+	Hedges            *prometheus.CounterVec // task, provider (the tier hedged from)
+	Shed              *prometheus.CounterVec // task
+	ConcurrencyLimit  *prometheus.GaugeVec   // provider
+	ConcurrencyQueued *prometheus.GaugeVec   // provider
 }
 
 // RegisterRuntime registers on reg the collectors of the Go runtime (go_*: goroutines,
@@ -110,6 +117,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		ReviewStoreHealthy: prometheus.NewGauge(prometheus.GaugeOpts{Name: "afloat_review_store_healthy", Help: "Whether the review store commits (1) or not (0)."}),
 		ReviewSLABreaches: NewRefreshedCounterVec(prometheus.CounterOpts{Name: "afloat_review_sla_breaches_total",
 			Help: "Review items that outlived their task's review_sla unanswered, each counted once."}, []string{"task"}),
+		Hedges:            counter("afloat_hedges_total", "Calls hedged: the tier (provider) had not answered by its hedge delay, and the next tier was asked too.", "task", "provider"),
+		Shed:              counter("afloat_shed_total", "Calls shed, without a provider call, because afloat itself was saturated.", "task"),
+		ConcurrencyLimit:  gauge("afloat_concurrency_limit", "The provider's adaptive concurrency limit now.", "provider"),
+		ConcurrencyQueued: gauge("afloat_concurrency_queued", "Calls waiting for a slot under the provider's concurrency limit now.", "provider"),
 	}
 	m.ReviewStoreHealthy.Set(1)
 	if reg == nil {
@@ -119,7 +130,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		m.ContractViolations, m.Reasks, m.ProviderLatency, m.ReadTimeout, m.Tokens, m.Cost,
 		m.FallbackShare, m.SourceShare, m.ReviewQueueDepth, m.Normalize, m.Retries, m.Refusals, m.WastedCost,
 		m.StreamEventsSkipped, m.ReviewEnqueued, m.ReviewResolved,
-		m.ReviewRejected, m.ReviewPurged, m.ReviewOldestPending, m.ReviewStoreHealthy, m.ReviewSLABreaches} {
+		m.ReviewRejected, m.ReviewPurged, m.ReviewOldestPending, m.ReviewStoreHealthy, m.ReviewSLABreaches,
+		m.Hedges, m.Shed, m.ConcurrencyLimit, m.ConcurrencyQueued} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -134,6 +146,8 @@ var sources = []string{"model", "heuristic", "unavailable", "human"}
 // keeps its func.
 func (m *Metrics) InitProvider(provider string) {
 	m.CircuitOpened.WithLabelValues(provider)
+	m.ConcurrencyLimit.WithLabelValues(provider)
+	m.ConcurrencyQueued.WithLabelValues(provider)
 	m.CircuitState.Init(provider)
 }
 
@@ -151,6 +165,7 @@ func (m *Metrics) InitTask(task string, providers, outcomes, reasons []string) {
 		m.Reasks.WithLabelValues(task, p)
 		m.Retries.WithLabelValues(task, p)
 		m.Refusals.WithLabelValues(task, p)
+		m.Hedges.WithLabelValues(task, p)
 		m.WastedCost.WithLabelValues(p, task)
 		m.Tokens.WithLabelValues(p, task)
 		m.Cost.WithLabelValues(p, task)
@@ -170,6 +185,7 @@ func (m *Metrics) InitTask(task string, providers, outcomes, reasons []string) {
 		m.Normalize.WithLabelValues(task, step)
 	}
 	m.FallbackShare.WithLabelValues(task)
+	m.Shed.WithLabelValues(task)
 	for _, s := range ShareSources() {
 		m.SourceShare.WithLabelValues(task, s)
 	}

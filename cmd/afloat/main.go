@@ -17,9 +17,10 @@ const usage = `afloat keeps AI features working when the model provider fails.
 
 Usage:
   afloat serve -c afloat.yaml    run the gateway
-  afloat check -c afloat.yaml [--offline]
+  afloat check -c afloat.yaml [--offline] [--diff OLD.yaml]
                                  validate a config, its templates and schemas (--offline:
-                                 placeholders for unset variables, no credentials needed)
+                                 placeholders for unset variables, no credentials needed;
+                                 --diff: what a reload from OLD.yaml would change)
   afloat demo [--duration 60s]   an offline demo: simulated providers, an outage, a live view
   afloat prompts test -c afloat.yaml
                                  run each prompt's recorded outputs through normalization

@@ -102,12 +102,17 @@ type syncWriter struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 	w  io.Writer
+	// wrote is broadcast on every write, for waitFor (reload_test.go); nil until one waits.
+	wrote *sync.Cond
 }
 
 func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.b.Write(p)
+	if s.wrote != nil {
+		s.wrote.Broadcast()
+	}
 	if s.w != nil {
 		return s.w.Write(p)
 	}

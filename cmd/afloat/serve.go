@@ -13,11 +13,11 @@ import (
 
 	"github.com/afloat-dev/afloat/config"
 	"github.com/afloat-dev/afloat/gateway"
-	"github.com/afloat-dev/afloat/review"
 )
 
 // serve runs the gateway until ctx ends (SIGINT, SIGTERM), then stops accepting, lets the
-// calls in flight finish within the grace period and closes the review store.
+// calls in flight finish within the grace period and closes the review store. SIGHUP and
+// POST /admin/reload reload the config file without a restart (reload.go).
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -64,10 +64,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, t := range f.Tenants {
 		tenants[t.Name] = t.Keys
 	}
-	operators := map[string]string{}
-	for _, o := range f.Operators {
-		operators[o.Name] = o.Token
-	}
 	if len(tenants) == 0 && !loopback(addr) {
 		fmt.Fprintf(stderr, "afloat serve: refusing to listen on %s without tenants: with no client keys anyone who reaches the port can call the models on your bill; configure tenants or listen on 127.0.0.1\n", addr)
 		return errFailed
@@ -77,16 +73,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "%s:\n%v\n", *path, err)
 		return errFailed
 	}
-	gw, err := gateway.New(gateway.Config{
-		Engine: rt.Engine, Tasks: rt.Tasks, Routes: rt.Routes, Faults: rt.Faults, Flags: rt.State, State: rt.State,
-		StateRequired: f.State.OnFailure == "fail", DrillMaxAge: f.Drill.MaxAge, Alerts: rt.Alerts,
-		Review: rt.Review, ReviewAnswered: func(*review.Item) { rt.Webhook.Wake() },
-		Tenants: tenants, Operators: operators, AdminToken: f.Server.AdminToken, MaxBody: int64(f.Server.MaxBody),
-		Gatherer: rt.Registry, Logger: log, AccessLog: f.Server.AccessLog,
-	})
+	// The reloader holds the runtime in force from here on: POST /admin/reload and SIGHUP
+	// replace it (reload.go).
+	rl := &reloader{path: *path, addr: addr, rt: rt}
+	gw, err := gateway.New(gatewayConfig(rt, log, rl.reload))
 	if err != nil {
+		_ = rt.Close()
 		return err
 	}
+	rl.gw = gw
+	stopHangup := watchHangup(gw, log)
+	defer stopHangup()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -113,7 +110,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("afloat listening", "addr", ln.Addr().String(), "tasks", rt.TaskOrder, "routes", rt.RouteOrder,
-		"providers", rt.ProviderOrder, "admin_api", f.Server.AdminToken != "", "tenants", len(tenants))
+		"providers", rt.ProviderOrder, "admin_api", f.Server.AdminToken != "", "tenants", len(tenants), "config", f.Version())
 	fmt.Fprintf(stdout, "afloat listening on http://%s\n", ln.Addr())
 
 	select {
@@ -134,7 +131,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Warn("grace period over: closing the connections still open", "err", err)
 		_ = srv.Close()
 	}
-	if cerr := rt.Close(); cerr != nil {
+	stopHangup() // no reload after this: the runtime in force closes
+	if cerr := rl.close(); cerr != nil {
 		log.Error("closing the runtime (trace exporter, state, review store)", "err", cerr)
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -6,7 +6,14 @@
 //
 //	go test ./internal/sdktest
 //
-// The Node test installs the pinned `openai` package from the npm registry into a temporary
-// folder; without node and npm it skips, and under CI=true it fails instead. The package has
-// no code of its own.
+// It also shows afloat's front doors to apps written for a vendor, which change only their
+// base URL: the Node `openai` package sending an OpenAI model name that is an alias of a
+// route, and Anthropic's SDKs — the Node `@anthropic-ai/sdk` package and anthropic-sdk-go —
+// against /v1/messages: a plain message, streams, a tool round trip, and the error of an
+// exhausted route, raised as the SDKs' overload error after one request (their default
+// retries do not come back).
+//
+// The Node tests install the pinned packages from the npm registry into temporary folders;
+// without node and npm they skip, and under CI=true they fail instead. The package has no
+// code of its own.
 package sdktest

@@ -70,7 +70,7 @@ func serve(t *testing.T, yaml string, opts ...func(*gateway.Config)) string {
 		t.Fatalf("build: %v", err)
 	}
 	t.Cleanup(func() { rt.Close() })
-	cfg := gateway.Config{Engine: rt.Engine, Tasks: rt.Tasks, Routes: rt.Routes, Faults: rt.Faults,
+	cfg := gateway.Config{Engine: rt.Engine, Tasks: rt.Tasks, Routes: rt.Routes, Models: rt.Models, DefaultRoute: f.Server.DefaultRoute, Faults: rt.Faults,
 		Flags: rt.Flags, Review: rt.Review, Gatherer: rt.Registry}
 	for _, o := range opts {
 		o(&cfg)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,13 +28,21 @@ func needTool(t *testing.T, name string) string {
 	return ""
 }
 
-// installOpenAI installs testdata's package.json (the pinned `openai` package) and script into
+// installOpenAI installs testdata's package.json (the pinned `openai` package) and scripts into
 // a temporary folder and returns it. An install that fails skips the test, unless CI=true.
 func installOpenAI(t *testing.T, npm string) string {
 	t.Helper()
+	return installPackage(t, npm, "openai", "testdata", "package.json", "stream.mjs", "api.mjs", "aliases.mjs")
+}
+
+// installPackage copies the files of the folder src (a package.json pinning pkg, and the
+// scripts) into a temporary folder, installs the package there from the npm registry, and
+// returns the folder. An install that fails skips the test, unless CI=true.
+func installPackage(t *testing.T, npm, pkg, src string, names ...string) string {
+	t.Helper()
 	dir := t.TempDir()
-	for _, name := range []string{"package.json", "stream.mjs", "api.mjs"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(src, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,11 +57,32 @@ func installOpenAI(t *testing.T, npm string) string {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("npm install of the openai package failed: %v\n%s", err, out)
+			t.Fatalf("npm install of the %s package failed: %v\n%s", pkg, err, out)
 		}
-		t.Skipf("npm install of the openai package failed (no registry?): %v\n%s", err, out)
+		t.Skipf("npm install of the %s package failed (no registry?): %v\n%s", pkg, err, out)
 	}
 	return dir
+}
+
+// runNode runs a script of dir with node and env, and decodes the one JSON object it prints
+// into v. A script that exits non-zero has put its error in that object; the caller reads it.
+func runNode(t *testing.T, node, dir, script string, v any, env ...string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), v); err != nil {
+		t.Fatalf("node %s: %v; stdout %q, stderr:\n%s", script, runErr, stdout.String(), stderr.String())
+	}
+	if runErr != nil {
+		return fmt.Errorf("node %s: %w; stderr:\n%s", script, runErr, stderr.String())
+	}
+	return nil
 }
 
 // nodeResult is what stream.mjs prints.

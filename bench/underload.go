@@ -1,0 +1,351 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// The scenarios of afloat under load (issue 17): a burst on a healthy provider and on one that
+// slows down (adaptive concurrency), a provider with a long tail (hedging), and afloat itself
+// past its capacity (shedding by criticality).
+
+// providerStatus reads one provider's concurrency limit and queue from /admin/status.
+func providerStatus(c *http.Client, base, provider string) (limit, queued int, err error) {
+	req, _ := http.NewRequest(http.MethodGet, base+"/admin/status", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Providers map[string]struct {
+			Limit  int `json:"concurrency_limit"`
+			Queued int `json:"queued"`
+		} `json:"providers"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return 0, 0, err
+	}
+	p := doc.Providers[provider]
+	return p.Limit, p.Queued, nil
+}
+
+// answeredBy counts a run's answers by the provider that gave them (X-Afloat-Provider).
+func answeredBy(run *Run) map[string]int {
+	out := map[string]int{}
+	for _, o := range run.Outcomes {
+		if o.Err == nil {
+			out[o.Provider]++
+		}
+	}
+	return out
+}
+
+// share is n of total as a percentage.
+func share(n, total int) string {
+	if total == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f %%", 100*float64(n)/float64(total))
+}
+
+// burst: 128 callers at once on a healthy primary answering in 5 ms, then on the same
+// primary slowed tenfold; afloat's adaptive bulkhead against one that spills at once
+// (queue_wait: 0s), two gateways side by side.
+func burst(ctx context.Context, p plan, r *report) error {
+	const conns = 128
+	budget := 2 * time.Second
+	type side struct {
+		name            string
+		primary, backup *Upstream
+		gw              *instance
+	}
+	var sides []*side
+	for _, v := range []struct{ name, defaults string }{{"adaptive, queue_wait 1s (default)", ""}, {"spills at once (queue_wait: 0s)", "queue_wait: 0s"}} {
+		primary, err := startUpstream("primary", upstreamOptions{Latency: 5 * time.Millisecond, Jitter: 0.2})
+		if err != nil {
+			return err
+		}
+		defer primary.Close()
+		backup, err := startUpstream("backup", upstreamOptions{Latency: 5 * time.Millisecond, Jitter: 0.2})
+		if err != nil {
+			return err
+		}
+		defer backup.Close()
+		c := gwConfig{Providers: []gwProvider{{Name: "primary", URL: primary.URL}, {Name: "backup", URL: backup.URL}},
+			Routes: []gwRoute{{Name: "chat", Budget: budget}}}
+		if v.defaults != "" {
+			c.Defaults = []string{v.defaults}
+		}
+		gw, err := startGatewayProcess(c)
+		if err != nil {
+			return err
+		}
+		defer gw.Close()
+		sides = append(sides, &side{name: v.name, primary: primary, backup: backup, gw: gw})
+	}
+	client := newClient(2 * conns)
+	defer client.CloseIdleConnections()
+	d := p.dur(3*time.Second, 500*time.Millisecond)
+	type row struct {
+		phase, side                string
+		total, byBackup, failed    int
+		p50, p99                   time.Duration
+		limitBefore, limitAfter, q int
+	}
+	var rows []row
+	for _, phase := range []struct {
+		name    string
+		latency time.Duration
+	}{{"healthy, 5 ms", 5 * time.Millisecond}, {"primary 10× slower, 50 ms", 50 * time.Millisecond}} {
+		for _, s := range sides {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s.primary.SetLatency(phase.latency)
+			before, _, _ := providerStatus(client, s.gw.URL, "primary")
+			run := ClosedLoop{Workers: conns, Duration: d, Hop: s.gw.proc.Pid()}.Run(ctx, chatCall(client, s.gw.URL+"/v1/chat/completions", "chat", ""))
+			after, queued, _ := providerStatus(client, s.gw.URL, "primary")
+			by := answeredBy(run)
+			failed, _ := run.Failed()
+			h := histogram(run.Outcomes, nil)
+			rows = append(rows, row{phase.name, s.name, len(run.Outcomes), by["backup"], failed, quantile(h, 50), quantile(h, 99), before, after, queued})
+			r.logf("burst: %s, %s: %d calls, %d by the backup, %d failed, limit %d → %d", phase.name, s.name, len(run.Outcomes), by["backup"], failed, before, after)
+		}
+	}
+
+	r.printf("## 7. burst: %d callers at once, a healthy primary and a slowed one\n\n", conns)
+	r.printf("Route `chat` [primary, backup], budget %s, %d closed-loop workers for %s a phase; both mocks answer in 5 ms ± 20 %%, "+
+		"then the primary in 50 ms. Two gateways side by side, each in its own process over mocks of its own: afloat's default bulkhead "+
+		"(the adaptive limit, starting at 20, and a wait in its queue of up to `queue_wait`, 1 s) and the same with `queue_wait: 0s`, "+
+		"a call that finds the limit reached skipping to the backup at once, as a fixed bulkhead does. The primary's limit is read from `/admin/status` before and after each phase.\n\n",
+		budget, conns, d)
+	var table [][]string
+	for _, x := range rows {
+		table = append(table, []string{x.phase, x.side, fmt.Sprint(x.total), share(x.byBackup, x.total), fmt.Sprint(x.failed),
+			ms(x.p50), ms(x.p99), fmt.Sprintf("%d → %d", x.limitBefore, x.limitAfter)})
+	}
+	r.table([]string{"phase", "bulkhead", "calls", "answered by the backup", "failed", "p50", "p99", "primary's limit"}, table)
+	healthy, slowed := rows[0], rows[2]
+	r.check(fmt.Sprintf("burst of %d on a healthy 5 ms provider: 0 %% to the backup, none failed", conns),
+		fmt.Sprintf("%s to the backup, %d failed (spilling at once: %s)", share(healthy.byBackup, healthy.total), healthy.failed, share(rows[1].byBackup, rows[1].total)),
+		healthy.byBackup == 0 && healthy.failed == 0 && healthy.total > 0)
+	r.check("provider 10× slower: its limit falls, the excess goes to the next tier within the budget",
+		fmt.Sprintf("limit %d → %d, %s to the backup, %d failed, p99 %s (budget %s)", slowed.limitBefore, slowed.limitAfter,
+			share(slowed.byBackup, slowed.total), slowed.failed, ms(slowed.p99), budget),
+		slowed.limitAfter < slowed.limitBefore && slowed.failed == 0 && slowed.p99 <= budget)
+	return nil
+}
+
+// hedge: a primary whose every twentieth call takes 3 s (the rest 100 ms ± 20 %), a backup
+// at 100 ms ± 20 %; a route without hedging and one hedged at the primary's p95, in one
+// gateway, one after the other.
+func hedge(ctx context.Context, p plan, r *report) error {
+	primary, err := startUpstream("primary", upstreamOptions{Latency: 100 * time.Millisecond, Jitter: 0.2, TailEvery: 20, Tail: 3 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer primary.Close()
+	backup, err := startUpstream("backup", upstreamOptions{Latency: 100 * time.Millisecond, Jitter: 0.2})
+	if err != nil {
+		return err
+	}
+	defer backup.Close()
+	const budget = 10 * time.Second
+	gw, err := startGatewayProcess(gwConfig{
+		// The read timeout waits the tail out (min 5 s): what hedging cuts here, nothing else does.
+		Providers: []gwProvider{{Name: "primary", URL: primary.URL, Extra: ", timeouts: {min: 5s, max: 10s, initial: 5s}"}, {Name: "backup", URL: backup.URL}},
+		Routes:    []gwRoute{{Name: "plain", Budget: budget}, {Name: "hedged", Budget: budget, Extra: ", hedge: {after: p95}"}},
+	})
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	client := newClient(256)
+	defer client.CloseIdleConnections()
+	const rate = 20
+	d := p.dur(30*time.Second, 3*time.Second)
+	warm := p.dur(2*time.Second, 1500*time.Millisecond) // the p95 is measured from 20 answers on
+	type fig struct {
+		n, backupCalls int
+		p50, p95, p99  time.Duration
+		failed         int
+	}
+	var figs []fig
+	for _, route := range []string{"plain", "hedged"} {
+		call := chatCall(client, gw.URL+"/v1/chat/completions", route, "")
+		OpenLoop{Rate: rate, Duration: warm}.Run(ctx, call)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		before := backup.Calls()
+		run := OpenLoop{Rate: rate, Duration: d, Grace: budget}.Run(ctx, call)
+		h := histogram(run.Outcomes, nil)
+		failed, _ := run.Failed()
+		f := fig{n: len(run.Outcomes), backupCalls: int(backup.Calls() - before), p50: quantile(h, 50), p95: quantile(h, 95), p99: quantile(h, 99), failed: failed}
+		figs = append(figs, f)
+		r.logf("hedge: %s: p50 %s p95 %s p99 %s, %d backup calls in %d", route, ms(f.p50), ms(f.p95), ms(f.p99), f.backupCalls, f.n)
+	}
+	plain, hedged := figs[0], figs[1]
+	r.printf("## 8. hedge: a primary with a long tail\n\n")
+	r.printf("Route [primary, backup], budget %s; the primary answers in 100 ms ± 20 %% but every twentieth call in 3 s "+
+		"(its read timeout at least 5 s, so that nothing else cuts the tail), the backup in 100 ms ± 20 %%. %d req/s open loop for %s a route, "+
+		"after %s of warm-up: route `plain`, then route `hedged` (`hedge: {after: p95}`), in one gateway in its own process.\n\n", budget, rate, d, warm)
+	r.table([]string{"route", "calls", "p50", "p95", "p99", "calls to the backup", "failed"}, [][]string{
+		{"plain", fmt.Sprint(plain.n), ms(plain.p50), ms(plain.p95), ms(plain.p99), share(plain.backupCalls, plain.n), fmt.Sprint(plain.failed)},
+		{"hedged at the p95", fmt.Sprint(hedged.n), ms(hedged.p50), ms(hedged.p95), ms(hedged.p99), share(hedged.backupCalls, hedged.n), fmt.Sprint(hedged.failed)},
+	})
+	r.printf("Hedged, the p99 is %s, %s the p95 without hedging (%s); the hedges (the backup's calls) were %s of the calls, "+
+		"within the retry budget (20 %% of the primary's calls over 10 s).\n\n", ms(hedged.p99), ratio(float64(hedged.p99), float64(plain.p95)), ms(plain.p95), share(hedged.backupCalls, hedged.n))
+	r.check("hedging: p99 with hedging ≤ 1.5 × the p95 without",
+		fmt.Sprintf("%s vs %s: %s", ms(hedged.p99), ms(plain.p95), ratio(float64(hedged.p99), float64(plain.p95))),
+		plain.p95 > 0 && float64(hedged.p99) <= 1.5*float64(plain.p95))
+	r.check("hedging: extra calls ≤ the retry budget (about 5–10 %)",
+		share(hedged.backupCalls, hedged.n), hedged.n > 0 && float64(hedged.backupCalls) <= 0.1*float64(hedged.n))
+	return nil
+}
+
+// mixedTaskCall posts task calls to base, every fourth to the critical task "moderation" and the
+// others to "triage", and reads each envelope's source and reason.
+func mixedTaskCall(c *http.Client, base string) Call {
+	var n atomic.Int64
+	body := []byte(taskBody)
+	return func(ctx context.Context, _ time.Time) Outcome {
+		task := "triage"
+		if n.Add(1)%4 == 0 {
+			task = "moderation"
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/tasks/"+task, bytes.NewReader(body))
+		if err != nil {
+			return Outcome{Err: err, Task: task}
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			return Outcome{Err: err, Task: task}
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		o := Outcome{Task: task}
+		var env struct {
+			Source string `json:"source"`
+			Reason string `json:"reason"`
+		}
+		switch {
+		case err != nil:
+			o.Err = err
+		case resp.StatusCode != http.StatusOK:
+			o.Err = fmt.Errorf("status %d", resp.StatusCode)
+		case json.Unmarshal(b, &env) != nil:
+			o.Err = fmt.Errorf("%w: %s", errBody, b)
+		}
+		o.Source, o.Reason = env.Source, env.Reason
+		return o
+	}
+}
+
+// overload: afloat past its own capacity (its process on one core), three enrichment calls
+// to one critical, open loop; with shedding (server.shed_latency: 200ms, the default) and
+// without (off), one after the other.
+func overload(ctx context.Context, p plan, r *report) error {
+	up, err := startUpstream("primary", upstreamOptions{Latency: 10 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	backup, err := startUpstream("backup", upstreamOptions{Latency: 10 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer backup.Close()
+	const budget = 2 * time.Second
+	rate := 4000.0
+	if p.quick {
+		rate = 1000
+	}
+	d := p.dur(8*time.Second, time.Second)
+	client := newClient(4096)
+	defer client.CloseIdleConnections()
+	type fig struct {
+		name                                 string
+		critN, critFailed, critShed          int
+		critP99                              time.Duration
+		enrN, enrShed, enrFailed, enrUntyped int
+		enrP99                               time.Duration
+		cpu                                  float64
+	}
+	var figs []fig
+	for _, v := range []struct{ name, server string }{{"shedding (shed_latency 200ms)", ""}, {"no shedding (shed_latency: off)", ", shed_latency: \"off\""}} {
+		gw, err := startGatewayProcess(gwConfig{
+			Providers:  []gwProvider{{Name: "primary", URL: up.URL, Extra: ", max_in_flight: 4096"}, {Name: "backup", URL: backup.URL, Extra: ", max_in_flight: 4096"}},
+			TaskBudget: budget, Critical: true, Server: v.server,
+		}, "GOMAXPROCS=1")
+		if err != nil {
+			return err
+		}
+		call := mixedTaskCall(client, gw.URL)
+		OpenLoop{Rate: 200, Duration: p.dur(time.Second, 300*time.Millisecond)}.Run(ctx, call) // warm
+		run := OpenLoop{Rate: rate, Duration: d, MaxInFlight: 20000, Grace: budget + 5*time.Second, Hop: gw.proc.Pid()}.Run(ctx, call)
+		gw.Close()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		f := fig{name: v.name}
+		var crit, enr []time.Duration
+		for _, o := range run.Outcomes {
+			switch o.Task {
+			case "moderation":
+				f.critN++
+				crit = append(crit, o.Latency)
+				switch {
+				case o.Err != nil:
+					f.critFailed++
+				case o.Reason == "shed":
+					f.critShed++
+				}
+			default:
+				f.enrN++
+				enr = append(enr, o.Latency)
+				switch {
+				case o.Err != nil:
+					f.enrFailed++
+				case o.Reason == "shed":
+					f.enrShed++
+					if o.Source != "heuristic" {
+						f.enrUntyped++
+					}
+				}
+			}
+		}
+		f.critP99, f.enrP99 = quantile(durationHist(crit), 99), quantile(durationHist(enr), 99)
+		if run.Wall > 0 {
+			f.cpu = run.Usage.Hop.CPU.Seconds() / run.Wall.Seconds()
+		}
+		figs = append(figs, f)
+		r.logf("overload: %s: critical %d (%d failed, %d shed, p99 %s), enrichment %d (%d shed, %d failed, p99 %s)",
+			v.name, f.critN, f.critFailed, f.critShed, ms(f.critP99), f.enrN, f.enrShed, f.enrFailed, ms(f.enrP99))
+	}
+	r.printf("## 9. overload: afloat past its own capacity\n\n")
+	r.printf("The gateway in its own process on one core (`GOMAXPROCS=1`), tasks `triage` (enrichment) and `moderation` (critical, "+
+		"`on_exhausted: block`) over mocks that answer in 10 ms, budget %s; %.0f req/s open loop for %s, three triage calls to one moderation, "+
+		"with shedding at its default and with it off, one after the other. A failed call is one that did not get a 200 (a timeout, a 503).\n\n", budget, rate, d)
+	var rows [][]string
+	for _, f := range figs {
+		rows = append(rows, []string{f.name, fmt.Sprint(f.critN), fmt.Sprint(f.critShed), fmt.Sprint(f.critFailed), ms(f.critP99),
+			fmt.Sprint(f.enrN), share(f.enrShed, f.enrN), fmt.Sprint(f.enrFailed), ms(f.enrP99), fmt.Sprintf("%.2f", f.cpu)})
+	}
+	r.table([]string{"gateway", "critical calls", "shed", "failed", "p99", "enrichment calls", "shed", "failed", "p99", "gateway's cores"}, rows)
+	on := figs[0]
+	r.check("overload: no critical call shed or failed, critical p99 within its budget, enrichment shed first",
+		fmt.Sprintf("critical: %d shed, %d failed, p99 %s (budget %s); enrichment: %s shed, every shed answer the heuristic: %v",
+			on.critShed, on.critFailed, ms(on.critP99), budget, share(on.enrShed, on.enrN), on.enrUntyped == 0),
+		on.critN > 0 && on.critShed == 0 && on.critFailed == 0 && on.critP99 <= budget && on.enrUntyped == 0)
+	return nil
+}

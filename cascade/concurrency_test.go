@@ -1,0 +1,88 @@
+package cascade
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+)
+
+// burst runs workers callers, each making calls of task in turn for d, and counts who answered.
+func burst(t *testing.T, task *Task, workers int, d time.Duration) (byProvider map[string]int, failed int) {
+	t.Helper()
+	var mu sync.Mutex
+	byProvider = map[string]int{}
+	end := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				res, err := task.RunJSON(context.Background(), ticket)
+				mu.Lock()
+				if err != nil || res.Source != afloat.SourceModel {
+					failed++
+				} else {
+					byProvider[res.Provider]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return byProvider, failed
+}
+
+// TestAdaptiveConcurrencySmoothsABurst: 128 callers at once on a healthy primary answering in
+// 5 ms. The limit starts at 20: the rest wait their turn in the queue instead of spilling to
+// the backup, and the limit grows (by its square root each 100 ms window) toward the demand. Then the primary slows tenfold: its
+// limit falls, and what does not fit under it goes to the backup within the budget.
+func TestAdaptiveConcurrencySmoothsABurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var slow atomic.Bool
+		primary := func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+			d := 5 * time.Millisecond
+			if slow.Load() {
+				d = 50 * time.Millisecond
+			}
+			return after(d, answer(validAnswer))(ctx, req, n)
+		}
+		fx := newFixture(t, realClock, primary, after(5*time.Millisecond, answer(validAnswer)))
+		// A budget of 600 ms: a call waits for a slot at most about 270 ms (half of what is
+		// left above the primary's median and the backup's reserve).
+		task := fx.task(t, func(c *TaskConfig) { c.Budget = 600 * time.Millisecond })
+		limitBefore, _ := fx.eng.Concurrency("p0")
+
+		healthy, failed := burst(t, task, 128, 1200*time.Millisecond)
+		limitHealthy, _ := fx.eng.Concurrency("p0")
+		t.Logf("healthy, 128 callers for 1.2 s: %v answered, %d failed; p0's limit %d → %d", healthy, failed, limitBefore, limitHealthy)
+		if failed != 0 || healthy["p1"] != 0 {
+			t.Errorf("healthy burst: %d failed, %d of %d answered by the backup; want none of either", failed, healthy["p1"], healthy["p0"]+healthy["p1"])
+		}
+		if limitHealthy < 4*limitBefore {
+			t.Errorf("p0's limit %d → %d after 1.2 s of 128 callers; want it grown at least fourfold, toward the demand", limitBefore, limitHealthy)
+		}
+
+		slow.Store(true)
+		slowed, failed := burst(t, task, 128, 1500*time.Millisecond)
+		limitSlow, _ := fx.eng.Concurrency("p0")
+		total := slowed["p0"] + slowed["p1"]
+		t.Logf("p0 10× slower, 128 callers for 1.5 s: %v answered, %d failed; p0's limit %d → %d; %.1f %% to the backup",
+			slowed, failed, limitHealthy, limitSlow, 100*float64(slowed["p1"])/float64(total))
+		if failed != 0 {
+			t.Errorf("%d calls failed after the slowdown; the backup has room for the excess", failed)
+		}
+		if limitSlow > limitHealthy/2 {
+			t.Errorf("p0's limit %d → %d after it slowed tenfold; want it at least halved", limitHealthy, limitSlow)
+		}
+		if slowed["p1"] == 0 {
+			t.Error("no call went to the backup after the primary's limit fell")
+		}
+		if got := opened(fx, "p0"); got != 0 {
+			t.Errorf("p0's breaker opened %v times: a slow but answering primary is no outage", got)
+		}
+	})
+}

@@ -1,0 +1,66 @@
+package cascade
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/shed"
+)
+
+// TestShedByCriticality: with the process saturated, an enrichment task is answered at once
+// by its heuristic (reason shed, no attempt) while a critical one still calls its providers;
+// overloaded, an assistance route fails with ErrShed. No provider is blamed for either.
+func TestShedByCriticality(t *testing.T) {
+	var pressure time.Duration
+	fx := newFixture(t, func(c *Config) { c.Shed = shed.New(10*time.Millisecond, func() time.Duration { return pressure }) },
+		answer(validAnswer), answer(validAnswer))
+	enrich := fx.task(t, nil)
+	critical := fx.task(t, func(c *TaskConfig) { c.Name, c.Criticality = "moderation", afloat.Critical })
+	route, err := fx.eng.Route(RouteConfig{Name: "chat", Criticality: afloat.Assistance, Cascade: []RouteTier{{Provider: "p0"}, {Provider: "p1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := &afloat.Request{Messages: []afloat.Message{{Role: afloat.RoleUser, Content: "hi"}}}
+
+	pressure = 15 * time.Millisecond // saturated: enrichment is shed
+	res, err := enrich.RunJSON(context.Background(), ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Source != afloat.SourceHeuristic || !res.Degraded || res.Reason != afloat.ReasonShed || len(res.Attempts) != 0 {
+		t.Errorf("shed enrichment: source %s degraded %v reason %q attempts %v; want the heuristic, degraded, reason shed, no attempt",
+			res.Source, res.Degraded, res.Reason, res.Attempts)
+	}
+	if res, err := critical.RunJSON(context.Background(), ticket); err != nil || res.Source != afloat.SourceModel {
+		t.Errorf("critical while saturated: %v, %v; want a model's answer: critical calls are never shed", res.Source, err)
+	}
+	if rep, err := route.Complete(context.Background(), chat); err != nil || rep.Source != afloat.SourceModel {
+		t.Errorf("assistance route while saturated: %v; want it served: only enrichment is shed at this level", err)
+	}
+
+	pressure = 25 * time.Millisecond // overloaded: assistance is shed too
+	rep, err := route.Complete(context.Background(), chat)
+	if !errors.Is(err, ErrShed) || !errors.Is(err, ErrExhausted) || rep == nil || rep.Reason != afloat.ReasonShed {
+		t.Errorf("overloaded route: %v (reply %+v); want ErrShed, an ErrExhausted with reason shed", err, rep)
+	}
+	if res, err := critical.RunJSON(context.Background(), ticket); err != nil || res.Source != afloat.SourceModel {
+		t.Errorf("critical while overloaded: %v, %v; want a model's answer", res.Source, err)
+	}
+	if got := testutil.ToFloat64(fx.eng.Metrics().Shed.WithLabelValues("triage")); got != 1 {
+		t.Errorf("afloat_shed_total{task=triage} %v; want 1", got)
+	}
+	if got := testutil.ToFloat64(fx.eng.Metrics().Shed.WithLabelValues("chat")); got != 1 {
+		t.Errorf("afloat_shed_total{task=chat} %v; want 1", got)
+	}
+	if calls := fx.fakes["p0"].calls.Load(); calls != 3 {
+		t.Errorf("p0 got %d calls; want 3 (critical twice, the route once): a shed call asks no provider", calls)
+	}
+	if got := opened(fx, "p0"); got != 0 {
+		t.Errorf("p0's breaker opened: a shed call is no provider failure")
+	}
+}
