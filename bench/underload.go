@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -56,7 +57,7 @@ func share(n, total int) string {
 	return fmt.Sprintf("%.1f %%", 100*float64(n)/float64(total))
 }
 
-// burst: 128 callers at once on a healthy primary answering in 5 ms, then on the same
+// burst: 128 callers at once on a healthy primary answering in 50 ms, then on the same
 // primary slowed tenfold; afloat's adaptive bulkhead against one that spills at once
 // (queue_wait: 0s), two gateways side by side.
 func burst(ctx context.Context, p plan, r *report) error {
@@ -69,17 +70,19 @@ func burst(ctx context.Context, p plan, r *report) error {
 	}
 	var sides []*side
 	for _, v := range []struct{ name, defaults string }{{"adaptive, queue_wait 1s (default)", ""}, {"spills at once (queue_wait: 0s)", "queue_wait: 0s"}} {
-		primary, err := startUpstream("primary", upstreamOptions{Latency: 5 * time.Millisecond, Jitter: 0.2})
+		primary, err := startUpstream("primary", upstreamOptions{Latency: 50 * time.Millisecond, Jitter: 0.2})
 		if err != nil {
 			return err
 		}
 		defer primary.Close()
-		backup, err := startUpstream("backup", upstreamOptions{Latency: 5 * time.Millisecond, Jitter: 0.2})
+		backup, err := startUpstream("backup", upstreamOptions{Latency: 50 * time.Millisecond, Jitter: 0.2})
 		if err != nil {
 			return err
 		}
 		defer backup.Close()
-		c := gwConfig{Providers: []gwProvider{{Name: "primary", URL: primary.URL}, {Name: "backup", URL: backup.URL}},
+		// The primary's read timeout at least 1.5 s: the slowed primary still answers in time,
+		// so that the bulkhead, not the timeout and the breaker, decides where calls go.
+		c := gwConfig{Providers: []gwProvider{{Name: "primary", URL: primary.URL, Extra: ", timeouts: {min: 1500ms, initial: 1500ms}"}, {Name: "backup", URL: backup.URL}},
 			Routes: []gwRoute{{Name: "chat", Budget: budget}}}
 		if v.defaults != "" {
 			c.Defaults = []string{v.defaults}
@@ -104,7 +107,7 @@ func burst(ctx context.Context, p plan, r *report) error {
 	for _, phase := range []struct {
 		name    string
 		latency time.Duration
-	}{{"healthy, 5 ms", 5 * time.Millisecond}, {"primary 10× slower, 50 ms", 50 * time.Millisecond}} {
+	}{{"healthy, 50 ms", 50 * time.Millisecond}, {"primary 10× slower, 500 ms", 500 * time.Millisecond}} {
 		for _, s := range sides {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -122,9 +125,10 @@ func burst(ctx context.Context, p plan, r *report) error {
 	}
 
 	r.printf("## 7. burst: %d callers at once, a healthy primary and a slowed one\n\n", conns)
-	r.printf("Route `chat` [primary, backup], budget %s, %d closed-loop workers for %s a phase; both mocks answer in 5 ms ± 20 %%, "+
-		"then the primary in 50 ms. Two gateways side by side, each in its own process over mocks of its own: afloat's default bulkhead "+
-		"(the adaptive limit, starting at 20, and a wait in its queue of up to `queue_wait`, 1 s) and the same with `queue_wait: 0s`, "+
+	r.printf("Route `chat` [primary, backup], budget %s, %d closed-loop workers for %s a phase; both mocks answer in 50 ms ± 20 %% "+
+		"(about 2,500 calls a second: below the gateway's saturation, so that the latency it measures is the provider's), "+
+		"then the primary in 500 ms (its read timeout at least 1.5 s, so that it is not cut: the bulkhead decides). Two gateways side by side, each in its own process over mocks of its own: afloat's default bulkhead "+
+		"(the adaptive limit, from half of max_in_flight, and a wait in its queue of up to `queue_wait`, 1 s) and the same with `queue_wait: 0s`, "+
 		"a call that finds the limit reached skipping to the backup at once, as a fixed bulkhead does. The primary's limit is read from `/admin/status` before and after each phase.\n\n",
 		budget, conns, d)
 	var table [][]string
@@ -134,7 +138,7 @@ func burst(ctx context.Context, p plan, r *report) error {
 	}
 	r.table([]string{"phase", "bulkhead", "calls", "answered by the backup", "failed", "p50", "p99", "primary's limit"}, table)
 	healthy, slowed := rows[0], rows[2]
-	r.check(fmt.Sprintf("burst of %d on a healthy 5 ms provider: 0 %% to the backup, none failed", conns),
+	r.check(fmt.Sprintf("burst of %d on a healthy 50 ms provider: 0 %% to the backup, none failed", conns),
 		fmt.Sprintf("%s to the backup, %d failed (spilling at once: %s)", share(healthy.byBackup, healthy.total), healthy.failed, share(rows[1].byBackup, rows[1].total)),
 		healthy.byBackup == 0 && healthy.failed == 0 && healthy.total > 0)
 	r.check("provider 10× slower: its limit falls, the excess goes to the next tier within the budget",
@@ -216,7 +220,10 @@ func hedge(ctx context.Context, p plan, r *report) error {
 // others to "triage", and reads each envelope's source and reason.
 func mixedTaskCall(c *http.Client, base string) Call {
 	var n atomic.Int64
-	body := []byte(taskBody)
+	// A long ticket (8 KiB): the gateway decodes it, checks it against the input schema,
+	// renders it into the prompt and encodes it to the provider, where the load generator
+	// only writes it and the mock only skims it, so that the gateway is the first to saturate.
+	body := []byte(fmt.Sprintf(`{"input": {"subject": "Login page down", "message": %q}}`, strings.Repeat("The site does not open since this morning. ", 195)))
 	return func(ctx context.Context, _ time.Time) Outcome {
 		task := "triage"
 		if n.Add(1)%4 == 0 {
@@ -266,9 +273,9 @@ func overload(ctx context.Context, p plan, r *report) error {
 	}
 	defer backup.Close()
 	const budget = 2 * time.Second
-	rate := 4000.0
+	rate := 1700.0
 	if p.quick {
-		rate = 1000
+		rate = 500
 	}
 	d := p.dur(8*time.Second, time.Second)
 	client := newClient(4096)
@@ -282,7 +289,7 @@ func overload(ctx context.Context, p plan, r *report) error {
 		cpu                                  float64
 	}
 	var figs []fig
-	for _, v := range []struct{ name, server string }{{"shedding (shed_latency 200ms)", ""}, {"no shedding (shed_latency: off)", ", shed_latency: \"off\""}} {
+	for _, v := range []struct{ name, server string }{{"shedding (shed_latency 200ms, the default)", ""}, {"no shedding (shed_latency: off)", ", shed_latency: \"off\""}} {
 		gw, err := startGatewayProcess(gwConfig{
 			Providers:  []gwProvider{{Name: "primary", URL: up.URL, Extra: ", max_in_flight: 4096"}, {Name: "backup", URL: backup.URL, Extra: ", max_in_flight: 4096"}},
 			TaskBudget: budget, Critical: true, Server: v.server,
@@ -334,7 +341,7 @@ func overload(ctx context.Context, p plan, r *report) error {
 	}
 	r.printf("## 9. overload: afloat past its own capacity\n\n")
 	r.printf("The gateway in its own process on one core (`GOMAXPROCS=1`), tasks `triage` (enrichment) and `moderation` (critical, "+
-		"`on_exhausted: block`) over mocks that answer in 10 ms, budget %s; %.0f req/s open loop for %s, three triage calls to one moderation, "+
+		"`on_exhausted: block`) over mocks that answer in 10 ms, budget %s; each call an 8 KiB ticket; %.0f req/s open loop for %s, three triage calls to one moderation, "+
 		"with shedding at its default and with it off, one after the other. A failed call is one that did not get a 200 (a timeout, a 503).\n\n", budget, rate, d)
 	var rows [][]string
 	for _, f := range figs {

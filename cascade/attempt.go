@@ -11,6 +11,7 @@ import (
 	"github.com/afloat-dev/afloat/breaker"
 	"github.com/afloat-dev/afloat/latency"
 	"github.com/afloat-dev/afloat/limit"
+	"github.com/afloat-dev/afloat/shed"
 	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -166,6 +167,9 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 	e.setConcurrency(u)
 	if err != nil {
 		permit.Cancel(ctx)
+		if context.Cause(ctx) == errHedgeLost {
+			return afloat.OutcomeDeadline // cancelled in the queue: another tier answered
+		}
 		return afloat.OutcomeBulkhead
 	}
 	if s.try == 0 {
@@ -319,16 +323,24 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		a.observe(took)
 		rec.Outcome = afloat.OutcomeOK
 	case cut && context.Cause(ctx) == errHedgeLost:
-		// Another tier answered first. Nothing to say about the provider's health, but its
-		// latency was at least this: the estimate keeps the tail the hedge cut off, or its
-		// p95 would fall with every hedge won.
+		// Another tier answered first. Nothing to say about the provider's health; but when
+		// it had been hedged from (it was past its p95), its latency was at least this: the
+		// estimate keeps the tail the hedge cut off, or its p95 would fall with every hedge won.
 		a.permit.Cancel(ctx)
-		a.est.Observe(took)
+		if a.p95 > 0 && took >= a.p95 {
+			a.est.Observe(took) // the tier hedged from; not the hedge, cut when it had barely begun
+		}
 		rec.Outcome, rec.Error = afloat.OutcomeDeadline, errHedgeLost.Error()
 	case gone || cut && errors.Is(ctx.Err(), context.Canceled):
 		// The client left: nothing to say about the provider.
 		a.permit.Cancel(ctx)
 		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "caller cancelled"
+	case cut && e.shed.Level() != shed.Normal:
+		// afloat itself was saturated (its goroutines waited to run): the wait may be its own
+		// queueing, not the provider's, and afloat's overload must never look like a
+		// provider's outage. It moves neither the breaker nor the estimate.
+		a.permit.Cancel(ctx)
+		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "cut while afloat itself was saturated"
 	case cut && !a.blamed(took):
 		// Cut before the provider was due to answer (the caller's deadline, or what earlier
 		// attempts left of the budget): it moves neither the breaker nor the estimate.
@@ -345,7 +357,7 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		rec.Outcome, rec.Error = afloat.OutcomeError(err), err.Error()
 		failed = true
 	}
-	a.load = loadOf(rec.Outcome)
+	a.load = loadOf(rec.Outcome, err)
 	var cost float64
 	if resp != nil {
 		if err != nil && resp.Usage == (afloat.Usage{}) && (resp.Content != "" || len(resp.ToolCalls) > 0) {
@@ -391,14 +403,21 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 }
 
 // loadOf is what an attempt's outcome says of its provider's capacity: an answer's latency
-// is a sample, a timeout or an overload answer a drop, the rest (a cut by the budget, a
-// client gone, a bad request, a spent quota) nothing.
-func loadOf(o afloat.Outcome) limit.Outcome {
+// is a sample, a timeout or an overload answer (429, 503, 529) a drop, the rest (another
+// failure, a cut by the budget, a client gone, a bad request, a spent quota) nothing.
+func loadOf(o afloat.Outcome, err error) limit.Outcome {
 	switch o {
 	case afloat.OutcomeOK, afloat.OutcomeContractViolation, afloat.OutcomeRefused:
 		return limit.Success
-	case afloat.OutcomeTimeout, afloat.OutcomeUnavailable, afloat.OutcomeRateLimited:
+	case afloat.OutcomeTimeout, afloat.OutcomeRateLimited:
 		return limit.Dropped
+	case afloat.OutcomeUnavailable:
+		// An overload answer (503, 529) is a drop; another failure (a 500, a refused
+		// connection) says the provider is broken, not full: the breaker's business.
+		var pe *afloat.ProviderError
+		if errors.As(err, &pe) && (pe.Status == 503 || pe.Status == 529) {
+			return limit.Dropped
+		}
 	}
 	return limit.Ignore
 }

@@ -349,7 +349,7 @@ func TestBulkheadSkipsAtOnce(t *testing.T) {
 		<-release
 		return &afloat.Response{Content: validAnswer}, nil
 	}
-	fx := newFixture(t, func(c *Config) { c.Clock = nil; c.Providers[0].MaxInFlight = 2 }, blocking)
+	fx := newFixture(t, func(c *Config) { c.Clock = nil; c.Providers[0].MaxInFlight, c.Providers[0].QueueWait = 2, -1 }, blocking)
 	task := fx.task(t, func(c *TaskConfig) { c.Budget = time.Minute })
 	var wg sync.WaitGroup
 	for range 2 {

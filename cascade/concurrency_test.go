@@ -37,8 +37,8 @@ func burst(t *testing.T, task *Task, workers int, d time.Duration) (byProvider m
 }
 
 // TestAdaptiveConcurrencySmoothsABurst: 128 callers at once on a healthy primary answering in
-// 5 ms. The limit starts at 20: the rest wait their turn in the queue instead of spilling to
-// the backup, and the limit grows (by its square root each 100 ms window) toward the demand. Then the primary slows tenfold: its
+// 5 ms: the limit (from 128, half of max_in_flight) grows with the demand, and what does not
+// fit waits its turn in the queue instead of spilling to the backup. Then the primary slows tenfold: its
 // limit falls, and what does not fit under it goes to the backup within the budget.
 func TestAdaptiveConcurrencySmoothsABurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -62,8 +62,8 @@ func TestAdaptiveConcurrencySmoothsABurst(t *testing.T) {
 		if failed != 0 || healthy["p1"] != 0 {
 			t.Errorf("healthy burst: %d failed, %d of %d answered by the backup; want none of either", failed, healthy["p1"], healthy["p0"]+healthy["p1"])
 		}
-		if limitHealthy < 4*limitBefore {
-			t.Errorf("p0's limit %d → %d after 1.2 s of 128 callers; want it grown at least fourfold, toward the demand", limitBefore, limitHealthy)
+		if limitHealthy <= limitBefore {
+			t.Errorf("p0's limit %d → %d after 1.2 s of 128 callers; want it grown toward the demand", limitBefore, limitHealthy)
 		}
 
 		slow.Store(true)

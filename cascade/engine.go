@@ -421,13 +421,15 @@ func (e *Engine) newUpstream(pc ProviderConfig) (*upstream, error) {
 		return nil, err
 	}
 	probe.attach(br)
-	return &upstream{
+	u := &upstream{
 		name: pc.Name, p: pc.Provider, br: br, timeouts: pc.Timeouts, firstToken: firstToken, streamIdle: pc.StreamIdle,
 		continues: pc.Continuation == ContinuePrefill,
 		lim:       limit.New(limit.Config{Max: pc.MaxInFlight, Queue: queue, Clock: e.clock}), queueWait: max(pc.QueueWait, 0), retry: retry, budget: newRetryBudget(e.clock, retry), price: pc.Price,
 		limitGauge: e.metrics.ConcurrencyLimit.WithLabelValues(pc.Name), queuedGauge: e.metrics.ConcurrencyQueued.WithLabelValues(pc.Name),
 		probe: probe, system: pc.System, model: pc.Model, settings: settings,
-	}, nil
+	}
+	e.setConcurrency(u) // the initial limit, from start-up
+	return u, nil
 }
 
 // inheritTimeouts returns c with each zero field taken from base.

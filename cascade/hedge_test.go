@@ -157,3 +157,42 @@ func TestHedgeBothFailGoesOn(t *testing.T) {
 		}
 	})
 }
+
+// TestHedgeWonIsDegradedWithAReason: the hedge answered: degraded, and the reason is the
+// first tier's outcome (its attempt cancelled: deadline), as for any lower tier's answer.
+func TestHedgeWonIsDegradedWithAReason(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx := newFixture(t, realClock, after(time.Second, answer(validAnswer)), after(50*time.Millisecond, answer(validAnswer)))
+		task := fx.task(t, func(c *TaskConfig) { c.Budget, c.Hedge = 5*time.Second, Hedge{After: 100 * time.Millisecond, Max: 1} })
+		res, err := task.RunJSON(context.Background(), ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Provider != "p1" || !res.Degraded || res.Reason != afloat.Reason(afloat.OutcomeDeadline) {
+			t.Errorf("answered by %s, degraded %v, reason %q; want p1, degraded, reason deadline", res.Provider, res.Degraded, res.Reason)
+		}
+		if res.Latency != 150*time.Millisecond {
+			t.Errorf("latency %s; want the hedge's 100ms delay plus p1's 50ms", res.Latency)
+		}
+	})
+}
+
+// TestHedgedProviderPanicReachesTheCaller: a provider that panics in a hedged ask panics on
+// the caller's goroutine, where the gateway recovers it, not in a goroutine of the hedge's.
+func TestHedgedProviderPanicReachesTheCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		boom := func(context.Context, *afloat.Request, int) (*afloat.Response, error) { panic("provider bug") }
+		fx := newFixture(t, realClock, after(200*time.Millisecond, boom), after(time.Second, answer(validAnswer)))
+		task := fx.task(t, func(c *TaskConfig) { c.Budget, c.Hedge = 5*time.Second, Hedge{After: 100 * time.Millisecond, Max: 1} })
+		defer func() {
+			if v := recover(); v != "provider bug" {
+				t.Errorf("recovered %v; want the provider's panic on the caller's goroutine", v)
+			}
+			if n := fx.eng.InFlight("p0") + fx.eng.InFlight("p1"); n != 0 {
+				t.Errorf("%d slots held after the panic; want every slot returned", n)
+			}
+		}()
+		_, _ = task.RunJSON(context.Background(), ticket)
+		t.Error("RunJSON returned; want the panic")
+	})
+}

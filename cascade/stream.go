@@ -76,6 +76,7 @@ func (a *attempt) stream(ctx context.Context) (*afloat.Response, bool, error) {
 		if emitted || c.Delta != "" || len(c.ToolCalls) > 0 || c.FinishReason != "" {
 			if !emitted {
 				emitted, a.sample = true, a.e.clock.Since(a.began)
+				a.slot.Observe() // the stream holds its slot to the end; its latency is this
 			}
 			if err := emit(u.name, tr.idx, c); err != nil {
 				resp.Content = b.String()

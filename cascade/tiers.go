@@ -67,12 +67,13 @@ func eachTier[T any](e *Engine, ctx context.Context, tiers []tier, streamed bool
 			b.tr = &tiers[i]
 			b.v, b.ok, b.err = ask(ctx, b.tr, tiers[i+1:], log)
 		}
+		if first == 0 && first < len(log.attempts) && (!b.ok || b.tr != &tiers[0]) {
+			// The first tier's first outcome (a hedge that won included: the first tier's
+			// attempt reads deadline): a retry refused by a gate does not hide the 502.
+			log.reason = afloat.Reason(log.attempts[first].Outcome)
+		}
 		if b.ok {
 			return b.tr, b.v, nil
-		}
-		if first == 0 && first < len(log.attempts) {
-			// The first tier's first outcome: a retry refused by a gate does not hide the 502.
-			log.reason = afloat.Reason(log.attempts[first].Outcome)
 		}
 		if b.err != nil {
 			return b.tr, zero, b.err
@@ -85,13 +86,15 @@ func eachTier[T any](e *Engine, ctx context.Context, tiers []tier, streamed bool
 	return nil, zero, nil
 }
 
-// branch is what one tier's ask came to.
+// branch is what one tier's ask came to. panicked holds what the ask panicked with, re-raised
+// on the call's goroutine (where the gateway recovers it) once both asks are done.
 type branch[T any] struct {
-	tr  *tier
-	v   T
-	ok  bool
-	err error
-	log callLog
+	tr       *tier
+	v        T
+	ok       bool
+	err      error
+	log      callLog
+	panicked any
 }
 
 // hedgeDelay is how long tier i may take before the call hedges to tier i+1, and whether it
@@ -118,10 +121,26 @@ func hedgedAsk[T any](e *Engine, ctx context.Context, tiers []tier, i int, delay
 		done := make(chan branch[T], 1)
 		go func() {
 			b := branch[T]{tr: tr}
+			defer func() {
+				if v := recover(); v != nil {
+					b.panicked, b.ok, b.err = v, false, nil
+				}
+				done <- b
+			}()
 			b.v, b.ok, b.err = ask(bctx, tr, below, &b.log)
-			done <- b
 		}()
 		return done, cancel
+	}
+	// settled merges a finished branch into the call's log and re-raises its panic here.
+	settled := func(bs ...*branch[T]) {
+		for _, b := range bs {
+			log.merge(&b.log)
+		}
+		for _, b := range bs {
+			if b.panicked != nil {
+				panic(b.panicked)
+			}
+		}
 	}
 	primary, cancelPrimary := start(&tiers[i], tiers[i+1:])
 	defer cancelPrimary(nil)
@@ -129,13 +148,15 @@ func hedgedAsk[T any](e *Engine, ctx context.Context, tiers []tier, i int, delay
 	defer timer.Stop()
 	select {
 	case b := <-primary: // answered, or failed, before the hedge was due
-		log.merge(&b.log)
+		settled(&b)
 		return b, false
 	case <-timer.Chan():
 	}
-	if !tiers[i].up.budget.take() {
+	// A hedge to a tier whose circuit is open would be skipped at once: none goes out, and it
+	// takes nothing from the budget.
+	if tiers[i+1].up.br.State(ctx) == breaker.StateOpen || !tiers[i].up.budget.take() {
 		b := <-primary
-		log.merge(&b.log)
+		settled(&b)
 		return b, false
 	}
 	tiers[i].hedges.Inc()
@@ -152,7 +173,7 @@ func hedgedAsk[T any](e *Engine, ctx context.Context, tiers []tier, i int, delay
 			k = 1
 		}
 		got[k] = &b
-		if win == nil && (b.ok || b.err != nil) {
+		if win == nil && (b.ok || b.err != nil || b.panicked != nil) {
 			// A valid answer, or an error that ends the call: the other ask is not needed.
 			win = &b
 			if k == 0 {
@@ -162,8 +183,7 @@ func hedgedAsk[T any](e *Engine, ctx context.Context, tiers []tier, i int, delay
 			}
 		}
 	}
-	log.merge(&got[0].log)
-	log.merge(&got[1].log)
+	settled(got[0], got[1])
 	for _, b := range got {
 		if b != win && b.ok && b.log.usedCost > 0 {
 			b.tr.wasted.Add(b.log.usedCost) // the loser answered too: an answer paid for, not used

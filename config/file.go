@@ -656,7 +656,7 @@ type Drill struct {
 }
 
 // cascade is the hedge as the engine takes it (validated: After is p95 or a duration, Max
-// is not negative); the zero Hedge for none.
+// at least 1); the zero Hedge for none.
 func (h *Hedge) cascade() cascade.Hedge {
 	if h == nil {
 		return cascade.Hedge{}
@@ -678,8 +678,8 @@ func (h *Hedge) check(path string) *Error {
 	if h == nil {
 		return nil
 	}
-	if h.Max != nil && *h.Max < 0 {
-		return &Error{Path: path + ".max", Msg: fmt.Sprintf("%d is negative", *h.Max)}
+	if h.Max != nil && *h.Max < 1 {
+		return &Error{Path: path + ".max", Msg: fmt.Sprintf("%d: a hedge sends at least 1 (leave hedge out to turn it off)", *h.Max)}
 	}
 	if h.After == "p95" {
 		return nil

@@ -10,13 +10,18 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
+// slack is the latency rise under which the limit never falls (see next).
+const slack = 20 * time.Millisecond
+
 // ErrLimited is Acquire's answer when the limit is reached and the call could not wait: the
 // queue is full, the wait ran out, or no wait was allowed.
 var ErrLimited = errors.New("limit: concurrency limit reached")
 
 // Config configures a Limiter. Zero values take the defaults.
 type Config struct {
-	// Initial is the limit before any answer was measured. 0 means 20, at most Max.
+	// Initial is the limit before any answer was measured. 0 means half of Max, or 20 (at
+	// most Max) when that is more: model calls take seconds, so a window of answers takes
+	// seconds too, and a limit that starts low would spill a burst before it has grown.
 	Initial int
 	// Min and Max bound the limit. 0 means 1 and 256. Max is the hard cap (a provider's
 	// max_in_flight).
@@ -92,7 +97,7 @@ func New(cfg Config) *Limiter {
 	}
 	cfg.Min = min(cfg.Min, cfg.Max)
 	if cfg.Initial <= 0 {
-		cfg.Initial = 20
+		cfg.Initial = max(cfg.Max/2, min(cfg.Max, 20))
 	}
 	cfg.Initial = max(cfg.Min, min(cfg.Initial, cfg.Max))
 	switch {
@@ -117,6 +122,27 @@ func New(cfg Config) *Limiter {
 type Permit struct {
 	l     *Limiter
 	start time.Time
+	// observed: Observe already counted the call's latency.
+	observed bool
+}
+
+// Observe counts the call's latency so far as its sample now, before the slot is released:
+// for a stream, whose time to the first chunk says how fast the provider is while the slot
+// is held as long as the stream lasts. Release then counts no second sample.
+func (p *Permit) Observe() {
+	l := p.l
+	if l == nil || p.observed {
+		return
+	}
+	p.observed = true
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.win.count++
+	l.win.sum += now.Sub(p.start)
+	l.win.maxInUse = max(l.win.maxInUse, l.inFlight)
+	l.endWindow(now)
+	l.grant()
 }
 
 // Acquire takes a slot. When the limit is reached it waits, in arrival order, up to wait
@@ -171,11 +197,11 @@ func (p Permit) Release(o Outcome) {
 	defer l.mu.Unlock()
 	inUse := l.inFlight
 	l.inFlight--
-	switch o {
-	case Success:
+	switch {
+	case o == Success && !p.observed:
 		l.win.count++
 		l.win.sum += now.Sub(p.start)
-	case Dropped:
+	case o == Dropped:
 		l.win.dropped = true
 	}
 	l.win.maxInUse = max(l.win.maxInUse, inUse)
@@ -200,8 +226,13 @@ func (l *Limiter) grant() {
 		w.granted = true
 		close(w.ready)
 	}
-	if l.head == len(l.queue) { // empty: reuse the array from its start
+	switch {
+	case l.head == len(l.queue): // empty: reuse the array from its start
 		l.queue, l.head = l.queue[:0], 0
+	case l.head > len(l.queue)/2: // mostly served or gone: drop the dead prefix
+		n := copy(l.queue, l.queue[l.head:])
+		clear(l.queue[n:])
+		l.queue, l.head = l.queue[:n], 0
 	}
 }
 
@@ -248,7 +279,11 @@ func (l *Limiter) next(mean time.Duration, count int, dropped bool, inUse, queue
 	if float64(inUse) < limit/2 {
 		return limit // the demand, not the provider, held the calls back: no evidence to grow on
 	}
-	gradient := max(0.5, min(1.0, l.tolerance*l.longRTT/short))
+	// The gradient: how much slower than the long run the window was, past the tolerance
+	// (×1.5) and a slack of 20 ms, under which a change is noise for a model call (a stream's
+	// first chunk wobbling from 1 to 5 ms while the gateway is busy says nothing of the
+	// provider). At most halving.
+	gradient := max(0.5, min(1.0, (l.tolerance*l.longRTT+float64(slack))/short))
 	// The headroom: the square root of the limit, or, while calls waited for a slot and the
 	// latency held, as many as waited (at most the limit: it doubles a window at most), so
 	// that a burst on a provider that keeps its latency is admitted within a few windows.
