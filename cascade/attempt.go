@@ -358,6 +358,9 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		failed = true
 	}
 	a.load = loadOf(rec.Outcome, err)
+	if a.load == limit.Success && e.shed.Level() != shed.Normal {
+		a.load = limit.Ignore // a latency afloat's own saturation inflated says nothing of the provider
+	}
 	var cost float64
 	if resp != nil {
 		if err != nil && resp.Usage == (afloat.Usage{}) && (resp.Content != "" || len(resp.ToolCalls) > 0) {
