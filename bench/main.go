@@ -4,7 +4,7 @@
 // run in processes of their own where their CPU and memory are measured. It prints a
 // markdown report, each figure beside its target, and draws the outage to a PNG.
 //
-//	go run ./bench                                  # every scenario, about 6 minutes
+//	go run ./bench                                  # every scenario, about 7 minutes
 //	go run ./bench -quick                           # a short smoke run
 //	go run ./bench -scenarios overhead,outage -duration 0.5
 //

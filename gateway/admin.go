@@ -338,17 +338,8 @@ func (g *Gateway) patchFlags(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "flags_disabled", "no flag store")
 		return
 	}
-	if !jsonBody(w, r) {
-		return
-	}
-	patch, err := io.ReadAll(r.Body)
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
-		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body over %d bytes", mbe.Limit))
-		return
-	case err != nil:
-		writeError(w, http.StatusBadRequest, "invalid_request", "reading the body: "+err.Error())
+	patch, ok := readJSON(w, r)
+	if !ok {
 		return
 	}
 	if err := g.checkFlagPatch(patch); err != nil {
@@ -357,6 +348,7 @@ func (g *Gateway) patchFlags(w http.ResponseWriter, r *http.Request) {
 	}
 	merge := func(cur *flags.Document) (*flags.Document, error) { return g.mergeFlags(cur, patch) }
 	ctx := r.Context()
+	var err error
 	if u, ok := g.cfg.Flags.(flagUpdater); ok {
 		_, err = u.Update(ctx, merge)
 	} else {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -275,12 +274,8 @@ func toolChoice(raw json.RawMessage, tools map[string]bool) (*afloat.ToolChoice,
 }
 
 func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
-	if !jsonBody(w, r) {
-		return
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		bodyError(w, r, err)
+	body, ok := readJSON(w, r)
+	if !ok {
 		return
 	}
 	cr, req, err := decodeChatRequest(body)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -86,6 +87,20 @@ func requestError(w http.ResponseWriter, r *http.Request, status int, code, msg 
 		return
 	}
 	writeError(w, status, code, msg)
+}
+
+// readJSON checks that the request sends JSON and reads its body (capped by max_body),
+// answering what is wrong in the shape of the API called; ok is false when it answered.
+func readJSON(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
+	if !jsonBody(w, r) {
+		return nil, false
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		bodyError(w, r, err)
+		return nil, false
+	}
+	return body, true
 }
 
 // bodyError answers a body that could not be read: 413 when it is over the limit.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -281,12 +280,8 @@ func jsonObject(raw json.RawMessage) bool {
 
 // messages answers POST /v1/messages.
 func (g *Gateway) messages(w http.ResponseWriter, r *http.Request) {
-	if !jsonBody(w, r) {
-		return
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		bodyError(w, r, err)
+	body, ok := readJSON(w, r)
+	if !ok {
 		return
 	}
 	mr, req, err := decodeMessagesRequest(body)

@@ -96,10 +96,7 @@ func (g *Gateway) task(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown_task", fmt.Sprintf("no task %q", name))
 		return
 	}
-	if !jsonBody(w, r) {
-		return
-	}
-	body, ok := readBody(w, r)
+	body, ok := readJSON(w, r)
 	if !ok {
 		return
 	}
@@ -167,20 +164,6 @@ func (g *Gateway) runFirst(entry *idemEntry, r *http.Request, t *cascade.Task, b
 	g.runTask(rec, r, t, body)
 	answered = true
 	return rec
-}
-
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body over %d bytes", mbe.Limit))
-			return nil, false
-		}
-		writeError(w, http.StatusBadRequest, "bad_body", "could not read the body: "+err.Error())
-		return nil, false
-	}
-	return body, true
 }
 
 // runTask runs one task call and writes the envelope with the status of its policy.
