@@ -2,6 +2,7 @@ package cascade
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/limit"
 )
 
 // burst runs workers callers, each making calls of task in turn for d, and counts who answered.
@@ -85,4 +87,31 @@ func TestAdaptiveConcurrencySmoothsABurst(t *testing.T) {
 			t.Errorf("p0's breaker opened %v times: a slow but answering primary is no outage", got)
 		}
 	})
+}
+
+// TestLoadOf: what an attempt tells the concurrency limit. A timeout, a 429 or an overload
+// answer (503, 529) is a drop; another failure (a 500, a refused connection) is the breaker's
+// business, not a sign the provider is full; an answer is a sample, even one that broke the
+// contract.
+func TestLoadOf(t *testing.T) {
+	for _, c := range []struct {
+		outcome afloat.Outcome
+		err     error
+		want    limit.Outcome
+	}{
+		{afloat.OutcomeOK, nil, limit.Success},
+		{afloat.OutcomeContractViolation, &afloat.ContractError{}, limit.Success},
+		{afloat.OutcomeTimeout, &afloat.ProviderError{Kind: afloat.Unavailable, Timeout: true}, limit.Dropped},
+		{afloat.OutcomeRateLimited, &afloat.ProviderError{Status: 429, Kind: afloat.Throttled}, limit.Dropped},
+		{afloat.OutcomeUnavailable, &afloat.ProviderError{Status: 503, Kind: afloat.Unavailable}, limit.Dropped},
+		{afloat.OutcomeUnavailable, &afloat.ProviderError{Status: 529, Kind: afloat.Unavailable}, limit.Dropped},
+		{afloat.OutcomeUnavailable, &afloat.ProviderError{Status: 500, Kind: afloat.Unavailable}, limit.Ignore},
+		{afloat.OutcomeUnavailable, &afloat.ProviderError{Kind: afloat.Unavailable, Err: errors.New("connection refused")}, limit.Ignore},
+		{afloat.OutcomeDeadline, context.Canceled, limit.Ignore},
+		{afloat.OutcomeUnusable, &afloat.ProviderError{Status: 401, Kind: afloat.Unusable}, limit.Ignore},
+	} {
+		if got := loadOf(c.outcome, c.err); got != c.want {
+			t.Errorf("loadOf(%s, %v) = %d; want %d", c.outcome, c.err, got, c.want)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -63,4 +64,30 @@ func TestShedByCriticality(t *testing.T) {
 	if got := opened(fx, "p0"); got != 0 {
 		t.Errorf("p0's breaker opened: a shed call is no provider failure")
 	}
+}
+
+// TestSaturationBlamesNoProvider: while afloat itself is saturated, an attempt cut by its
+// timeout is afloat's queueing as much as the provider's: outcome deadline, and ten of them
+// in a row do not open the breaker (five would, blamed).
+func TestSaturationBlamesNoProvider(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pressure := 15 * time.Millisecond // saturated: enrichment shed, critical served
+		fx := newFixture(t, func(c *Config) {
+			realClock(c)
+			c.Shed = shed.New(10*time.Millisecond, func() time.Duration { return pressure })
+		}, after(time.Minute, answer(validAnswer)), answer(validAnswer))
+		critical := fx.task(t, func(c *TaskConfig) { c.Name, c.Criticality, c.Budget = "moderation", afloat.Critical, 5*time.Second })
+		for range 10 {
+			res, err := critical.RunJSON(context.Background(), ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Attempts) == 0 || res.Attempts[0].Outcome != afloat.OutcomeDeadline || res.Attempts[0].Error != "cut while afloat itself was saturated" {
+				t.Fatalf("attempts %+v; want p0 cut while afloat was saturated (deadline)", res.Attempts)
+			}
+		}
+		if got := opened(fx, "p0"); got != 0 {
+			t.Errorf("p0's breaker opened %v times while afloat was saturated; want 0", got)
+		}
+	})
 }

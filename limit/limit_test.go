@@ -217,3 +217,62 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		}
 	})
 }
+
+// TestObserveSamplesAStreamAtItsFirstChunk: streams that hold their slots for long count
+// their time to the first chunk, so the limit grows while they are still open; their release
+// adds no second sample.
+func TestObserveSamplesAStreamAtItsFirstChunk(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	l := New(Config{Initial: 20, Max: 4000, Clock: clock})
+	var open []Permit
+	for range 10 { // 10 windows: new streams as many as fit, their first chunk after 2 ms
+		fresh := len(open)
+		for range 20 {
+			p, err := l.Acquire(context.Background(), 0)
+			if err != nil {
+				break
+			}
+			open = append(open, p)
+		}
+		clock.Advance(2 * time.Millisecond)
+		for i := fresh; i < len(open); i++ {
+			open[i].Observe()
+		}
+		clock.Advance(100 * time.Millisecond)
+		// One stream ends: the window closes on it (observed already, it adds no sample).
+		open[0].Release(Success)
+		open = open[1:]
+	}
+	grown := l.Limit()
+	if grown <= 20 {
+		t.Fatalf("limit %d with %d streams open and sampled; want it grown past 20", grown, len(open))
+	}
+	clock.Advance(time.Minute) // the streams end, a minute later: no sample of a minute
+	for _, p := range open {
+		p.Release(Success)
+	}
+	if l.Limit() < grown {
+		t.Errorf("limit %d → %d when the streams ended; their release must add no sample", grown, l.Limit())
+	}
+}
+
+// TestSmallRisesAreNoise: a latency rising from 1 to 5 ms (under the 20 ms slack) keeps the
+// limit; from 1 to 50 ms it falls.
+func TestSmallRisesAreNoise(t *testing.T) {
+	for _, c := range []struct {
+		after time.Duration
+		falls bool
+	}{{5 * time.Millisecond, false}, {50 * time.Millisecond, true}} {
+		clock := clockwork.NewFakeClock()
+		l := New(Config{Initial: 100, Max: 100, Clock: clock})
+		for range 100 {
+			round(t, l, clock, 100, time.Millisecond, Success)
+		}
+		for range 20 {
+			round(t, l, clock, 100, c.after, Success)
+		}
+		if fell := l.Limit() < 100; fell != c.falls {
+			t.Errorf("1 ms → %s: limit %d; want it to fall: %v", c.after, l.Limit(), c.falls)
+		}
+	}
+}
