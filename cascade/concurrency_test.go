@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/latency"
 	"github.com/afloat-dev/afloat/limit"
 )
 
@@ -39,40 +40,45 @@ func burst(t *testing.T, task *Task, workers int, d time.Duration) (byProvider m
 }
 
 // TestAdaptiveConcurrencySmoothsABurst: 128 callers at once on a healthy primary answering in
-// 5 ms: the limit (from 128, half of max_in_flight) grows with the demand, and what does not
+// 50 ms: the limit (from 128, half of max_in_flight) grows with the demand, and what does not
 // fit waits its turn in the queue instead of spilling to the backup. Then the primary slows tenfold: its
 // limit falls, and what does not fit under it goes to the backup within the budget.
 func TestAdaptiveConcurrencySmoothsABurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var slow atomic.Bool
 		primary := func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
-			d := 5 * time.Millisecond
+			d := 50 * time.Millisecond
 			if slow.Load() {
-				d = 50 * time.Millisecond
+				d = 500 * time.Millisecond
 			}
 			return after(d, answer(validAnswer))(ctx, req, n)
 		}
-		fx := newFixture(t, realClock, primary, after(5*time.Millisecond, answer(validAnswer)))
-		// A budget of 600 ms: a call waits for a slot at most about 270 ms (half of what is
-		// left above the primary's median and the backup's reserve).
-		task := fx.task(t, func(c *TaskConfig) { c.Budget = 600 * time.Millisecond })
+		fx := newFixture(t, func(c *Config) {
+			realClock(c)
+			// The read timeout at least 1 s: the slowed primary still answers in time, so that
+			// the bulkhead, not the timeout and the breaker, decides where calls go.
+			c.Providers[0].Timeouts = latency.Config{Min: time.Second, Max: 10 * time.Second, Initial: time.Second}
+		}, primary, after(50*time.Millisecond, answer(validAnswer)))
+		// A budget of 1.5 s: a call waits for a slot at most about 475 ms once the primary is
+		// slow (half of what is left above its median and the backup's reserve).
+		task := fx.task(t, func(c *TaskConfig) { c.Budget = 1500 * time.Millisecond })
 		limitBefore, _ := fx.eng.Concurrency("p0")
 
-		healthy, failed := burst(t, task, 128, 1200*time.Millisecond)
+		healthy, failed := burst(t, task, 128, 2*time.Second)
 		limitHealthy, _ := fx.eng.Concurrency("p0")
-		t.Logf("healthy, 128 callers for 1.2 s: %v answered, %d failed; p0's limit %d → %d", healthy, failed, limitBefore, limitHealthy)
+		t.Logf("healthy, 128 callers for 2 s: %v answered, %d failed; p0's limit %d → %d", healthy, failed, limitBefore, limitHealthy)
 		if failed != 0 || healthy["p1"] != 0 {
 			t.Errorf("healthy burst: %d failed, %d of %d answered by the backup; want none of either", failed, healthy["p1"], healthy["p0"]+healthy["p1"])
 		}
 		if limitHealthy <= limitBefore {
-			t.Errorf("p0's limit %d → %d after 1.2 s of 128 callers; want it grown toward the demand", limitBefore, limitHealthy)
+			t.Errorf("p0's limit %d → %d after 2 s of 128 callers; want it grown toward the demand", limitBefore, limitHealthy)
 		}
 
 		slow.Store(true)
-		slowed, failed := burst(t, task, 128, 1500*time.Millisecond)
+		slowed, failed := burst(t, task, 128, 6*time.Second)
 		limitSlow, _ := fx.eng.Concurrency("p0")
 		total := slowed["p0"] + slowed["p1"]
-		t.Logf("p0 10× slower, 128 callers for 1.5 s: %v answered, %d failed; p0's limit %d → %d; %.1f %% to the backup",
+		t.Logf("p0 10× slower, 128 callers for 6 s: %v answered, %d failed; p0's limit %d → %d; %.1f %% to the backup",
 			slowed, failed, limitHealthy, limitSlow, 100*float64(slowed["p1"])/float64(total))
 		if failed != 0 {
 			t.Errorf("%d calls failed after the slowdown; the backup has room for the excess", failed)

@@ -8,7 +8,7 @@
 // answering as fast as they have over the long run, the limit grows by about its square root
 // every window, or by as many calls as waited for a slot (it doubles at most), so that a fast
 // provider's limit rises with demand; when a window's latency
-// rises above the long-run latency by more than the tolerance (×1.5, and 20 ms: a smaller
+// rises above the long-run latency by more than the tolerance (×1.5, and 100 ms: a smaller
 // change is noise for a model call), the limit falls by the ratio
 // (smoothed: at most a quarter a window), before the provider melts; a window with a call the provider
 // dropped (a timeout, an overload answer) backs the limit off by a tenth. A window is at

@@ -11,7 +11,7 @@ import (
 )
 
 // slack is the latency rise under which the limit never falls (see next).
-const slack = 20 * time.Millisecond
+const slack = 100 * time.Millisecond
 
 // ErrLimited is Acquire's answer when the limit is reached and the call could not wait: the
 // queue is full, the wait ran out, or no wait was allowed.
@@ -280,9 +280,9 @@ func (l *Limiter) next(mean time.Duration, count int, dropped bool, inUse, queue
 		return limit // the demand, not the provider, held the calls back: no evidence to grow on
 	}
 	// The gradient: how much slower than the long run the window was, past the tolerance
-	// (×1.5) and a slack of 20 ms, under which a change is noise for a model call (a stream's
-	// first chunk wobbling from 1 to 5 ms while the gateway is busy says nothing of the
-	// provider). At most halving.
+	// (×1.5) and a slack of 100 ms, under which a change is noise for a model call, which
+	// takes 300 ms to 30 s (a stream's first chunk coming in 50 ms instead of 2 while the
+	// gateway itself is busy says nothing of the provider). At most halving.
 	gradient := max(0.5, min(1.0, (l.tolerance*l.longRTT+float64(slack))/short))
 	// The headroom: the square root of the limit, or, while calls waited for a slot and the
 	// latency held, as many as waited (at most the limit: it doubles a window at most), so
