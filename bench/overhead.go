@@ -254,11 +254,3 @@ func overhead(ctx context.Context, p plan, r *report) error {
 	r.check("at saturation, healthy upstream: no request fails, no breaker opens", verdict+": "+detail, ok)
 	return nil
 }
-
-// signedMiB formats a difference of bytes in MiB, with its sign.
-func signedMiB(b float64) string {
-	if b < 0 {
-		return fmt.Sprintf("−%.1f MiB", -b/(1<<20))
-	}
-	return fmt.Sprintf("+%.1f MiB", b/(1<<20))
-}

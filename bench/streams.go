@@ -166,13 +166,13 @@ func streams(ctx context.Context, p plan, r *report) error {
 	r.printf("The gateway's Go runtime once every stream had started: %d goroutines, %s of stacks and %s of heap objects (%s mapped in all); "+
 		"per stream %.1f goroutines, %.1f KiB of stack and %.1f KiB of heap objects (dead ones not yet swept included).\n\n",
 		am.goroutines, mib(am.stacks), mib(am.heap), mib(am.total),
-		perStream(am.goroutines, 0, 1, n), perStream(am.stacks, 0, 1024, n), perStream(am.heap, 0, 1024, n))
+		perStream(am.goroutines, 1, n), perStream(am.stacks, 1024, n), perStream(am.heap, 1024, n))
 	r.check(fmt.Sprintf("streams: RSS ≤ 256 MiB at %d streams (the gateway's process)", n), mib(af.rss), af.rss > 0 && af.rss <= 256<<20 && af.failed == 0)
 	r.check(fmt.Sprintf("streams: added TTFB p99 ≤ 2 ms at %d streams", n), plus(added99), added99 <= 2*time.Millisecond && af.failed == 0)
 	return nil
 }
 
-// perStream is (a − b) / unit / n.
-func perStream(a, b uint64, unit float64, n int) float64 {
-	return (float64(a) - float64(b)) / unit / float64(n)
+// perStream is a / unit / n.
+func perStream(a uint64, unit float64, n int) float64 {
+	return float64(a) / unit / float64(n)
 }
