@@ -89,6 +89,19 @@ func badParam(param, format string, args ...any) error {
 	return &paramError{param: param, msg: fmt.Sprintf(format, args...)}
 }
 
+// decodeOne decodes the one JSON value of a front door's body into v (unknown fields
+// ignored, as the vendors' APIs ignore them), or returns the paramError that says why not.
+func decodeOne(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		return badParam("", "invalid JSON: %v", err)
+	}
+	if dec.More() {
+		return badParam("", "invalid JSON: more than one value in the body")
+	}
+	return nil
+}
+
 // decodeChatRequest reads and checks an OpenAI chat completion request and turns it into
 // afloat's canonical form. Ignored parameters: top_p, frequency_penalty, presence_penalty,
 // seed, stop, user, metadata, store, service_tier, logit_bias, parallel_tool_calls and any
@@ -96,16 +109,12 @@ func badParam(param, format string, args ...any) error {
 // text, audio, and content parts other than text.
 func decodeChatRequest(body []byte) (*chatRequest, *afloat.Request, error) {
 	var cr chatRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&cr); err != nil {
-		return nil, nil, badParam("", "invalid JSON: %v", err)
-	}
-	if dec.More() {
-		return nil, nil, badParam("", "invalid JSON: more than one value in the body")
+	if err := decodeOne(body, &cr); err != nil {
+		return nil, nil, err
 	}
 	switch {
 	case cr.Model == "":
-		return nil, nil, badParam("model", "model is required: it names an afloat route")
+		return nil, nil, badParam("model", "model is required: it names an afloat route or an alias of one")
 	case len(cr.Messages) == 0:
 		return nil, nil, badParam("messages", "messages must hold at least one message")
 	case cr.N != nil && *cr.N != 1:

@@ -69,12 +69,8 @@ type messagesToolChoice struct {
 // Parameters are named as Anthropic names them ("messages.0.content.1.tool_use_id").
 func decodeMessagesRequest(body []byte) (*messagesRequest, *afloat.Request, error) {
 	var mr messagesRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&mr); err != nil {
-		return nil, nil, badParam("", "invalid JSON: %v", err)
-	}
-	if dec.More() {
-		return nil, nil, badParam("", "invalid JSON: more than one value in the body")
+	if err := decodeOne(body, &mr); err != nil {
+		return nil, nil, err
 	}
 	switch {
 	case mr.Model == "":
