@@ -34,10 +34,14 @@ const (
 	// drill's max age (or none passed). Value is the age, in seconds, of its last passing
 	// drill (of its last drill when none passed).
 	DrillStale Name = "drill_stale"
+	// CanaryRolledBack: a task's canary release was rolled back (its candidate did worse
+	// than the incumbent, or an operator rolled it back). Value is 1 while the canary in the
+	// config stays rolled back: it resolves when the config drops or renews the canary.
+	CanaryRolledBack Name = "canary_rolled_back"
 )
 
 // Names lists every alert, in the order of shared/DESIGN.md.
-var Names = []Name{FallbackShare, PrimaryOpen, ContractViolationRate, ReviewSLA, Unusable, DrillStale}
+var Names = []Name{FallbackShare, PrimaryOpen, ContractViolationRate, ReviewSLA, Unusable, DrillStale, CanaryRolledBack}
 
 // rate reports whether the alert is measured over a sliding window of calls.
 func (n Name) rate() bool { return n == FallbackShare || n == ContractViolationRate }
@@ -165,6 +169,11 @@ func describe(n Name, value, threshold float64) string {
 			return "the tier-0 provider's breaker is open"
 		}
 		return "the tier-0 provider's breaker is closed"
+	case CanaryRolledBack:
+		if value > 0 {
+			return "the canary's candidate was rolled back (see /admin/status for its figures)"
+		}
+		return "the canary is no longer rolled back"
 	case Unusable:
 		if value > 0 {
 			return "the breaker opened on an unusable failure (bad key, exhausted quota)"

@@ -10,6 +10,7 @@
 //   - review_sla: a task has review items past its review_sla;
 //   - unusable: a provider's breaker opened on an unusable failure (bad key, quota);
 //   - drill_stale: a drilled task has no passing drill within drill.max_age.
+//   - canary_rolled_back: a task's canary release was rolled back.
 //
 // Each alert of each scope fires once, when its condition has held for the rule's For, and
 // resolves once, when the condition has stopped holding for as long again: a share that dips

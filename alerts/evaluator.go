@@ -60,6 +60,8 @@ type Config struct {
 	// a passing drill. 0 means 2160h (90 days).
 	Drills      Drills
 	DrillMaxAge time.Duration
+	// Canaries feeds CanaryRolledBack.
+	Canaries Canaries
 	// Interval is how often Start evaluates the alerts. 0 means 5s.
 	Interval time.Duration
 	// Clock drives the evaluations, the windows, the For periods and the webhooks' retries.
@@ -229,6 +231,7 @@ func (e *Evaluator) rule(r Rule) (Rule, error) {
 		Unusable:              e.cfg.Breakers != nil && e.cfg.Openings != nil,
 		ReviewSLA:             e.cfg.Reviews != nil,
 		DrillStale:            e.cfg.Drills != nil,
+		CanaryRolledBack:      e.cfg.Canaries != nil,
 	}
 	ok, known := needs[r.Name]
 	switch {
@@ -526,6 +529,10 @@ func (e *Evaluator) read(ctx context.Context, r Rule, now time.Time) (out []read
 		return e.reviewSLA(ctx, r, now)
 	case DrillStale:
 		return e.drillStale(now), true
+	case CanaryRolledBack:
+		for task, rolledBack := range e.cfg.Canaries.RolledBack() {
+			out = append(out, flag(Scope{Task: task}, rolledBack))
+		}
 	}
 	return out, true
 }

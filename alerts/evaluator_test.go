@@ -211,6 +211,32 @@ func TestAlertDrillStale(t *testing.T) {
 	}
 }
 
+type fakeCanaries map[string]bool
+
+func (f fakeCanaries) RolledBack() map[string]bool { return f }
+
+// TestAlertCanaryRolledBack: a task whose canary was rolled back fires, until it no longer
+// is; a running or promoted canary does not.
+func TestAlertCanaryRolledBack(t *testing.T) {
+	canaries := fakeCanaries{"triage": true, "summary": false}
+	ev, err := New(Config{Rules: []Rule{{Name: CanaryRolledBack}}, Canaries: canaries, Clock: clockwork.NewFakeClockAt(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Evaluate(t.Context())
+	if f := ev.Firing(); len(f) != 1 || f[0].Scope.Task != "triage" || !strings.Contains(f[0].text(), "rolled back") {
+		t.Fatalf("firing %+v, want triage's rollback", f)
+	}
+	canaries["triage"] = false
+	ev.Evaluate(t.Context())
+	if f := ev.Firing(); len(f) != 0 {
+		t.Fatalf("firing %+v after the canary was renewed", f)
+	}
+	if _, err := New(Config{Rules: []Rule{{Name: CanaryRolledBack}}}); err == nil {
+		t.Fatal("canary_rolled_back without its input")
+	}
+}
+
 // TestAlertReviewSLA: items not answered past their task's SLA count, claimed or not;
 // answered items and items within the SLA do not.
 func TestAlertReviewSLA(t *testing.T) {

@@ -54,6 +54,12 @@ type Drills interface {
 	Drills() map[string]state.Drills
 }
 
+// Canaries reads the tasks' canary releases.
+type Canaries interface {
+	// RolledBack returns, for each task with a canary, whether it is rolled back.
+	RolledBack() map[string]bool
+}
+
 // MetricCounts reads Counts from the engine's metrics: the calls from
 // afloat_requests_total{task, source, degraded, reason} (degraded="true" is a call tier 0
 // did not answer, as the engine's fallback share counts it), the answers from
