@@ -44,7 +44,11 @@ func ParseCriticality(s string) (Criticality, error) {
 type Source string
 
 const (
-	SourceModel       Source = "model"
+	SourceModel Source = "model"
+	// SourceCache: every tier failed (or, with the cache's serve: always_fresh, none was
+	// asked) and the answer is a model's earlier valid answer to the same input, for the
+	// same tenant, by a prompt version still in the cascade; CachedAt says when.
+	SourceCache       Source = "cache"
 	SourceHeuristic   Source = "heuristic"
 	SourceUnavailable Source = "unavailable"
 	SourceHuman       Source = "human"
@@ -155,6 +159,8 @@ type Result[T any] struct {
 	Provider      string
 	Tier          int
 	PromptVersion string
+	// CachedAt is when the model gave a SourceCache answer; zero for every other source.
+	CachedAt time.Time
 	// ReviewID, ReviewSLA and ExpectedBy are set when the call was queued for human review.
 	ReviewID   string
 	ReviewSLA  time.Duration
@@ -168,10 +174,10 @@ type Result[T any] struct {
 	RequestID string
 }
 
-// HasValue reports whether Value holds an answer: a model's or a heuristic's. (An
-// operator's answer arrives later, through the review queue.)
+// HasValue reports whether Value holds an answer: a model's (now or cached) or a
+// heuristic's. (An operator's answer arrives later, through the review queue.)
 func (r *Result[T]) HasValue() bool {
-	return r.Source == SourceModel || r.Source == SourceHeuristic
+	return r.Source == SourceModel || r.Source == SourceCache || r.Source == SourceHeuristic
 }
 
 type resultJSON struct {
@@ -183,6 +189,7 @@ type resultJSON struct {
 	Provider      *string         `json:"provider"`
 	Tier          *int            `json:"tier"`
 	PromptVersion *string         `json:"prompt_version"`
+	CachedAt      *time.Time      `json:"cached_at,omitempty"`
 	ReviewID      *string         `json:"review_id"`
 	ReviewSLA     *string         `json:"review_sla,omitempty"`
 	ExpectedBy    *time.Time      `json:"expected_by,omitempty"`
@@ -219,6 +226,10 @@ func (r Result[T]) MarshalJSON() ([]byte, error) {
 	}
 	if !r.ExpectedBy.IsZero() {
 		j.ExpectedBy = &r.ExpectedBy
+	}
+	if !r.CachedAt.IsZero() {
+		at := r.CachedAt.UTC()
+		j.CachedAt = &at
 	}
 	j.Result = json.RawMessage("null")
 	if r.HasValue() {
@@ -266,6 +277,9 @@ func (r *Result[T]) UnmarshalJSON(b []byte) error {
 	}
 	if j.ExpectedBy != nil {
 		out.ExpectedBy = *j.ExpectedBy
+	}
+	if j.CachedAt != nil {
+		out.CachedAt = *j.CachedAt
 	}
 	if len(j.Result) > 0 && string(j.Result) != "null" {
 		if err := json.Unmarshal(j.Result, &out.Value); err != nil {

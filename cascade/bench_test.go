@@ -3,9 +3,11 @@ package cascade
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/breaker"
+	"github.com/afloat-dev/afloat/cache"
 	"github.com/jonboulle/clockwork"
 )
 
@@ -19,6 +21,12 @@ func (s static) Complete(context.Context, *afloat.Request) (*afloat.Response, er
 
 func benchTask(b *testing.B, tiers int) (*Engine, *Task) {
 	b.Helper()
+	return benchTaskWith(b, tiers, nil)
+}
+
+// benchTaskWith is benchTask with the task's config changed by mod.
+func benchTaskWith(b *testing.B, tiers int, mod func(*TaskConfig)) (*Engine, *Task) {
+	b.Helper()
 	cfg := Config{Clock: clockwork.NewRealClock()}
 	tc := TaskConfig{Name: "triage", Criticality: afloat.Enrichment, Schema: []byte(triageSchema), Heuristic: triageRules}
 	for i := range tiers {
@@ -27,6 +35,9 @@ func benchTask(b *testing.B, tiers int) (*Engine, *Task) {
 			Provider: static{&afloat.Response{Content: validAnswer, Usage: afloat.Usage{InputTokens: 120, OutputTokens: 30}}},
 			Price:    Price{InputPer1M: 1.5, OutputPer1M: 1.5, Currency: "USD"}})
 		tc.Cascade = append(tc.Cascade, Tier{Provider: name, Prompt: mustPrompt(b, "triage/"+name+".v1.tmpl")})
+	}
+	if mod != nil {
+		mod(&tc)
 	}
 	e, err := New(cfg)
 	if err != nil {
@@ -85,6 +96,68 @@ func BenchmarkSkipOpenCircuit(b *testing.B) {
 		log := callLog{attempts: make([]afloat.Attempt, 0, 1)}
 		if out := e.call(ctx, &log, spec{tr: tr, req: req}, nil); out.outcome != afloat.OutcomeCircuitOpen {
 			b.Fatal(out.outcome)
+		}
+	}
+}
+
+// benchCache is an answer cache for a benchmark, bounded well above what it puts.
+func benchCache(b *testing.B, fresh bool) func(*TaskConfig) {
+	c, err := cache.New(cache.Options{MaxEntries: 1 << 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	return func(tc *TaskConfig) { tc.Cache = &Cache{Store: c, TTL: time.Hour, Fresh: fresh} }
+}
+
+// BenchmarkHappyPathCached is BenchmarkHappyPath with an answer cache (serve: on_error):
+// what the cache adds to a call tier 0 answers is its key (the input encoded and hashed)
+// and the store of the answer.
+func BenchmarkHappyPathCached(b *testing.B) {
+	_, task := benchTaskWith(b, 3, benchCache(b, false))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := task.RunJSON(ctx, ticket)
+		if err != nil || res.Source != afloat.SourceModel {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkFreshHit is a call answered from the cache before any tier (serve:
+// always_fresh): the key and the lookup, no provider call.
+func BenchmarkFreshHit(b *testing.B) {
+	_, task := benchTaskWith(b, 3, benchCache(b, true))
+	ctx := context.Background()
+	if _, err := task.RunJSON(ctx, ticket); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := task.RunJSON(ctx, ticket)
+		if err != nil || res.Source != afloat.SourceCache {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkOutageFromCache is a call whose only tier's circuit is open, answered from the
+// cache: BenchmarkOpenCircuitCall with the cache instead of the heuristic.
+func BenchmarkOutageFromCache(b *testing.B) {
+	e, task := benchTaskWith(b, 1, benchCache(b, false))
+	ctx := context.Background()
+	if _, err := task.RunJSON(ctx, ticket); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.Breaker("p0").Force(ctx, breaker.StateOpen); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := task.RunJSON(ctx, ticket)
+		if err != nil || res.Source != afloat.SourceCache {
+			b.Fatal(res, err)
 		}
 	}
 }

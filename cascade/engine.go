@@ -228,8 +228,9 @@ type Engine struct {
 	upstreams map[string]*upstream
 	order     []string
 	tracer    trace.Tracer
-	spends    spendBook // what each task's and route's calls cost, by name
-	shares    shareBook // each task's and route's fallback share, by name
+	spends    spendBook  // what each task's and route's calls cost, by name
+	shares    shareBook  // each task's and route's fallback share, by name
+	canaries  canaryBook // each task's canary, by name
 
 	// from is what the engine takes over from Config.Previous while its tasks and routes are
 	// built; nil for a first engine, and once TakeOver has run.

@@ -18,7 +18,8 @@ import (
 //   - a provider whose adapter and settings are the same: the upstream whole (breaker,
 //     bulkhead count, retry budget, background probe), and the latency estimates of each
 //     of its tasks and routes that remain;
-//   - each task's and route's fallback-share and spend windows, by name.
+//   - each task's and route's fallback-share and spend windows, by name;
+//   - a task's canary (its figures and decision) when its settings are the same.
 //
 // TakeOver then puts the new engine in service: the providers' series read its breakers,
 // those of providers and tasks the reload took out are dropped, and the old engine closes
@@ -32,10 +33,11 @@ type inheritance struct {
 	latency   *latency.Set
 	shares    *shareBook
 	spends    *spendBook
+	canaries  *canaryBook
 }
 
 func (e *Engine) inheritance() *inheritance {
-	return &inheritance{upstreams: e.upstreams, latency: e.latency, shares: &e.shares, spends: &e.spends}
+	return &inheritance{upstreams: e.upstreams, latency: e.latency, shares: &e.shares, spends: &e.spends, canaries: &e.canaries}
 }
 
 // carryOver returns e's upstream for pc when pc has the same adapter and settings, or nil.

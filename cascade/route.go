@@ -74,6 +74,9 @@ type RouteConfig struct {
 	// Hedge asks the next tier too when a tier is slow to answer a non-streamed call; the
 	// zero Hedge never hedges. See Hedge.
 	Hedge Hedge
+	// Cache serves an earlier valid answer to the same request when every tier fails; nil
+	// means none. See Cache.
+	Cache *Cache
 }
 
 // ErrExhausted: every tier of a route was skipped or failed. The Reply says how.
@@ -162,8 +165,10 @@ type Reply struct {
 	// Response is the answer; nil when no tier answered. For a stream it holds what was
 	// streamed, assembled.
 	Response *afloat.Response
-	// Source is SourceModel, or SourceUnavailable when no tier answered.
+	// Source is SourceModel; SourceCache when the route's cache answered (CachedAt says
+	// when the model did); or SourceUnavailable when no tier answered.
 	Source   afloat.Source
+	CachedAt time.Time
 	Degraded bool
 	Reason   afloat.Reason
 	Provider string
@@ -191,6 +196,7 @@ type Route struct {
 	sourceGauges sourceGauges
 	share        *shareWindow
 	steps        stepCounters
+	cache        *taskCache // nil without a cache
 	contractsMu  sync.Mutex
 	contracts    map[string]*normalize.Contract // SHA-256 of the schema → compiled; at most maxContracts
 }
@@ -273,6 +279,12 @@ func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
 		r.tiers = append(r.tiers, tr)
 		r.systems = append(r.systems, sys)
 		r.modes = append(r.modes, mode)
+	}
+	if cfg.Cache != nil {
+		if err := cfg.Cache.check(cfg.Criticality); err != nil {
+			return nil, err
+		}
+		r.cache = e.taskCache(cfg.Name, cfg.Cache, versions(cfg.Name, cfg.Cascade))
 	}
 	if err := e.claimName(cfg.Name, r.tiers); err != nil {
 		return nil, err
@@ -444,6 +456,12 @@ func (r *Route) complete(ctx context.Context, in *afloat.Request) (*Reply, error
 	if r.e.shed.Shed(r.crit) {
 		return r.shedCall(&log, start)
 	}
+	key, cached := r.cacheKey(ctx, in)
+	if cached && r.cache.Fresh {
+		if rep, ok := r.fromCache(ctx, key, &log, start, false); ok {
+			return rep, nil
+		}
+	}
 	tr, resp, err := eachTier(r.e, ctx, r.tiers, false, r.hedge, &log, func(ctx context.Context, tr *tier, below []tier, log *callLog) (*afloat.Response, bool, error) {
 		resp, err := r.ask(ctx, tr, in, below, contract, tools, log)
 		return resp, resp != nil, err
@@ -455,7 +473,10 @@ func (r *Route) complete(ctx context.Context, in *afloat.Request) (*Reply, error
 	case err != nil:
 		return nil, err
 	case tr == nil:
-		return r.exhausted(&log, start)
+		return r.exhaustedOrCached(ctx, key, cached, &log, start)
+	}
+	if cached {
+		r.remember(ctx, key, tr, resp)
 	}
 	return r.answered(&log, tr, resp, start, tr.idx > 0), nil
 }
@@ -669,8 +690,8 @@ func (r *Route) stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 	}
 	if contract != nil {
 		rep, err := r.complete(ctx, in)
-		if err != nil {
-			return rep, err
+		if err != nil || rep.Source == afloat.SourceCache {
+			return rep, err // the caller streams a cached answer whole
 		}
 		resp := rep.Response
 		u := rep.Usage
@@ -692,6 +713,12 @@ func (r *Route) stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 	}
 	if r.e.shed.Shed(r.crit) {
 		return r.shedCall(&log, start)
+	}
+	key, cached := r.cacheKey(ctx, in)
+	if cached && r.cache.Fresh {
+		if rep, ok := r.fromCache(ctx, key, &log, start, false); ok {
+			return rep, nil // the caller streams it whole
+		}
 	}
 	var out settled
 	var by *tier // the tier whose answer the client got last: the one that continued a cut stream
@@ -735,10 +762,13 @@ func (r *Route) stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 	case tr == nil && err != nil:
 		return nil, err
 	case tr == nil:
-		return r.exhausted(&log, start)
+		return r.exhaustedOrCached(ctx, key, cached, &log, start)
 	case err != nil:
 		var cut *StreamError
 		return r.answered(&log, by, out.resp, start, errors.As(err, &cut) || by.idx > 0), err
+	}
+	if cached {
+		r.remember(ctx, key, by, out.resp)
 	}
 	return r.answered(&log, by, out.resp, start, by.idx > 0), nil
 }

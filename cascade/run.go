@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/cache"
 	"github.com/afloat-dev/afloat/normalize"
 	"github.com/afloat-dev/afloat/review"
 )
@@ -56,20 +57,59 @@ func (t *Task) runJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 		t.shed.Inc()
 		return t.exhausted(ctx, in, &log, start)
 	}
-	tr, val, err := eachTier(t.e, ctx, t.tiers, false, t.hedge, &log, func(ctx context.Context, tr *tier, below []tier, log *callLog) (json.RawMessage, bool, error) {
-		return t.ask(ctx, tr, in, below, log)
-	})
+	var key cache.Key
+	cached := false
+	if t.cache != nil {
+		if key, cached = t.cacheKey(ctx, in); cached && t.cache.Fresh {
+			if res, ok := t.fromCache(ctx, key, &log, start, false); ok {
+				return res, nil
+			}
+		}
+	}
+	_, ans, err := eachTier(t.e, ctx, t.tiers, false, t.hedge, &log, t.askTier(in))
 	switch {
 	case refused(err):
 		return t.exhausted(ctx, in, &log, start) // the policy answers what the provider refused
 	case err != nil:
 		return res, err
-	case tr == nil:
+	case ans.tr == nil && cached:
+		if res, ok := t.fromCache(ctx, key, &log, start, true); ok {
+			return res, nil
+		}
+		return t.exhausted(ctx, in, &log, start)
+	case ans.tr == nil:
 		return t.exhausted(ctx, in, &log, start)
 	}
-	res.Value, res.Source, res.Degraded = val, afloat.SourceModel, tr.idx > 0
+	tr := ans.tr
+	if cached {
+		t.remember(ctx, key, tr, ans.val)
+	}
+	res.Value, res.Source, res.Degraded = ans.val, afloat.SourceModel, tr.idx > 0
 	res.Provider, res.Tier, res.PromptVersion = tr.up.name, tr.idx, tr.version
 	return t.finish(res, &log, start), nil
+}
+
+// tierAnswer is a tier's valid answer, with the tier that gave it: a canary's candidate stands
+// in for the tier it is canaried on.
+type tierAnswer struct {
+	val json.RawMessage
+	tr  *tier
+}
+
+// askTier returns the ask of each tier for input in: the tier's own, or its canary's
+// candidate's for the calls in the candidate's share, with the ask's figures recorded for
+// the canary.
+func (t *Task) askTier(in afloat.Input) askFunc[tierAnswer] {
+	return func(ctx context.Context, tr *tier, below []tier, log *callLog) (tierAnswer, bool, error) {
+		tr = t.canary.pick(ctx, tr)
+		first, spent, began := len(log.attempts), log.usage.Cost, t.e.clock.Now()
+		val, ok, err := t.ask(ctx, tr, in, below, log)
+		t.canary.observe(tr, log, first, log.usage.Cost-spent, t.e.clock.Since(began), ok)
+		if !ok {
+			return tierAnswer{}, false, err
+		}
+		return tierAnswer{val, tr}, true, err
+	}
 }
 
 // ask asks one tier, re-asking up to maxReasks times after a contract violation, and returns

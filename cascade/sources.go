@@ -15,6 +15,7 @@ type shareSource int
 const (
 	shareModel         shareSource = iota // tier 0's whole answer
 	shareModelDegraded                    // a lower tier's answer, or a stream cut part way
+	shareCache
 	shareHeuristic
 	shareUnavailable
 	shareHuman
@@ -29,6 +30,8 @@ func sourceOf(src afloat.Source, degraded bool) shareSource {
 			return shareModelDegraded
 		}
 		return shareModel
+	case afloat.SourceCache:
+		return shareCache
 	case afloat.SourceHeuristic:
 		return shareHeuristic
 	case afloat.SourceHuman:

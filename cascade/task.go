@@ -12,7 +12,6 @@ import (
 	"github.com/afloat-dev/afloat/latency"
 	"github.com/afloat-dev/afloat/normalize"
 	"github.com/afloat-dev/afloat/prompt"
-	"github.com/afloat-dev/afloat/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -108,6 +107,12 @@ type TaskConfig struct {
 	// Hedge asks the next tier too when a tier is slow to answer; the zero Hedge never
 	// hedges. See Hedge.
 	Hedge Hedge
+	// Cache serves an earlier valid answer to the same input when every tier fails; nil
+	// means none. See Cache.
+	Cache *Cache
+	// Canary sends a share of one tier's calls to a candidate prompt or provider; nil means
+	// none. See Canary.
+	Canary *Canary
 }
 
 // Task is a configured task. It implements afloat.Runner and is safe for concurrent use.
@@ -128,6 +133,8 @@ type Task struct {
 	maxReasks int
 	onRefusal RefusalPolicy
 	share     *shareWindow
+	cache     *taskCache  // nil without a cache
+	canary    *taskCanary // nil without a canary
 
 	steps        stepCounters
 	okRequests   prometheus.Counter
@@ -248,11 +255,7 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 		if tc.Prompt == nil {
 			return nil, fmt.Errorf("tier %d (%s): prompt is required", i, tc.Provider)
 		}
-		version := cfg.Name + "/" + tc.Provider
-		if v := tc.Prompt.Version(); v != "" {
-			version += "/" + v
-		}
-		tr, err := e.newTier(cfg.Name, i, tc.Provider, version)
+		tr, err := e.newTier(cfg.Name, i, tc.Provider, tierVersion(cfg.Name, tc.Provider, tc.Prompt))
 		if err != nil {
 			return nil, err
 		}
@@ -263,16 +266,27 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 			}
 			tr.reask = tc.Reask
 		}
-		tr.answers = map[string]prometheus.Counter{}
-		pv := tc.Prompt.Version()
-		e.prompts.Init(cfg.Name, tc.Provider, pv)
-		for _, r := range telemetry.PromptResults() {
-			tr.answers[r] = e.prompts.Answers.WithLabelValues(cfg.Name, tc.Provider, pv, r)
-		}
-		tr.answered = tr.answers["ok"]
+		e.promptAnswers(&tr, cfg.Name, tc.Provider, tc.Prompt.Version())
 		t.tiers = append(t.tiers, tr)
 		fields = append(fields, tc.Prompt.Fields()...)
 	}
+	if cfg.Cache != nil {
+		if err := cfg.Cache.check(cfg.Criticality); err != nil {
+			return nil, err
+		}
+	}
+	versions := make([]string, 0, len(t.tiers)+1)
+	for _, tr := range t.tiers {
+		versions = append(versions, tr.version)
+	}
+	if cfg.Canary != nil {
+		if t.canary, err = e.newCanary(t, cfg.Canary); err != nil {
+			return nil, err
+		}
+		versions = append(versions, t.canary.cand.version)
+		fields = append(fields, t.canary.cand.prompt.Fields()...)
+	}
+	t.cache = e.taskCache(cfg.Name, cfg.Cache, versions)
 	if cfg.Inputs != nil {
 		t.inputs = slices.Clone(cfg.Inputs)
 	} else {
@@ -280,14 +294,26 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 		t.inputs = slices.Compact(fields)
 	}
 
-	if err := e.claimName(cfg.Name, t.tiers); err != nil {
+	if err := e.claimName(cfg.Name, t.scopeTiers()); err != nil {
 		return nil, err
 	}
-	t.okRequests, t.shareGauge = e.initSeries(cfg.Name, t.tiers)
+	if t.canary != nil {
+		e.canaries.put(cfg.Name, t.canary.run)
+	}
+	t.okRequests, t.shareGauge = e.initSeries(cfg.Name, t.scopeTiers())
 	t.shed = e.metrics.Shed.WithLabelValues(cfg.Name)
 	t.sourceGauges = e.sourceGauges(cfg.Name)
 	t.steps = e.stepCounters(cfg.Name)
 	return t, nil
+}
+
+// scopeTiers are the tiers whose providers serve the task: the cascade's, and a canary's
+// candidate.
+func (t *Task) scopeTiers() []tier {
+	if t.canary == nil {
+		return t.tiers
+	}
+	return append(slices.Clone(t.tiers), t.canary.cand)
 }
 
 // checkReask refuses a re-ask template that reads a field ReaskData does not set or that

@@ -2,9 +2,11 @@ package config
 
 import (
 	"math"
+	"sync/atomic"
 
 	"github.com/afloat-dev/afloat/alerts"
 	"github.com/afloat-dev/afloat/breaker"
+	"github.com/afloat-dev/afloat/canary"
 	"github.com/afloat-dev/afloat/telemetry"
 )
 
@@ -26,6 +28,7 @@ func (a *Alerts) alertKeys() []struct {
 		{alerts.ReviewSLA, &a.ReviewSLA},
 		{alerts.Unusable, &a.Unusable},
 		{alerts.DrillStale, &a.DrillStale},
+		{alerts.CanaryRolledBack, &a.CanaryRolledBack},
 	}
 }
 
@@ -124,6 +127,7 @@ func (b *builder) alerts(opts BuildOptions) {
 	if rt.State != nil {
 		cfg.Drills = rt.State
 	}
+	cfg.Canaries = liveCanaries{rt.live}
 	cfg.Tasks = rt.alertTasks()
 	ev, err := alerts.New(cfg)
 	if err != nil {
@@ -135,6 +139,25 @@ func (b *builder) alerts(opts BuildOptions) {
 		ev.Start()
 		b.log.Info("alerts evaluated", "alerts", names, "every", f.Alerts.EvaluateEvery.String())
 	}
+}
+
+// liveCanaries reads the canaries of the runtime in force, for the alert evaluator, which
+// outlives reloads. Reading a canary decides it when it is due, so that a canary without
+// traffic is decided too.
+type liveCanaries struct{ live *atomic.Pointer[Runtime] }
+
+func (l liveCanaries) RolledBack() map[string]bool {
+	rt := l.live.Load()
+	out := map[string]bool{}
+	if rt == nil {
+		return out
+	}
+	for name, t := range rt.Tasks {
+		if st, ok := t.Canary(); ok {
+			out[name] = st.State == canary.RolledBack
+		}
+	}
+	return out
 }
 
 // alertTasks are the tasks and routes the alerts watch, with their tiers' providers.

@@ -124,6 +124,9 @@ type Runtime struct {
 	openFeature func()
 	// tracer is the OTLP exporting provider Build made for telemetry.otlp; Close flushes it.
 	tracer *sdktrace.TracerProvider
+	// caches are the tasks' answer caches, by name; Close closes those the runtime in
+	// force does not use.
+	caches map[string]taskCache
 	// sampler measures the scheduling latency the engine's shedder reads
 	// (server.shed_latency); nil when shedding is off. Close stops it.
 	sampler *shed.Sampler
@@ -675,6 +678,7 @@ func (b *builder) taskConfig(t *Task) (cascade.TaskConfig, bool) {
 		}
 	}
 	ok = b.renderSamples(t, templates) && ok
+	ok = b.releases(t, &cfg) && ok
 	if len(t.Heuristic) > 0 {
 		rules := make(cascade.Rules, len(t.Heuristic))
 		for i, r := range t.Heuristic {
@@ -766,6 +770,7 @@ func (b *builder) route(r *Route) bool {
 			MaxTokens: tr.MaxTokens, Temperature: tr.Temperature,
 		})
 	}
+	cfg.Cache = b.answerCache("routes."+r.Name, r.Cache)
 	route, err := b.rt.Engine.Route(cfg)
 	if err != nil {
 		b.errorf("routes."+r.Name, "%s", strings.TrimPrefix(err.Error(), fmt.Sprintf("cascade: route %q: ", r.Name)))
@@ -843,7 +848,8 @@ func (rt *Runtime) Close() error {
 	if rt.Engine != nil {
 		_ = rt.Engine.Close() // never fails; it waits for running probes to return
 	}
-	errs := []error{rt.shutdownTracing()} // after the engine: the probes' last spans go too
+	errs := []error{rt.shutdownTracing()}    // after the engine: the probes' last spans go too
+	errs = append(errs, rt.closeCaches(nil)) // before the redis client they write to
 	if rt.openFeature != nil {
 		rt.openFeature()
 		rt.openFeature = nil

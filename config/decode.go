@@ -105,6 +105,7 @@ func (d *decoder) count(path string, n ast.Node) bool {
 var (
 	durationType    = reflect.TypeFor[time.Duration]()
 	sizeType        = reflect.TypeFor[Size]()
+	shareType       = reflect.TypeFor[Share]()
 	criticalityType = reflect.TypeFor[afloat.Criticality]()
 	policyType      = reflect.TypeFor[cascade.Policy]()
 	systemModeType  = reflect.TypeFor[cascade.SystemMode]()
@@ -137,6 +138,16 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) {
 				return
 			}
 			v.SetInt(size)
+		}
+		return
+	case shareType:
+		if s, ok := d.scalar(n, path, "a share"); ok {
+			share, err := ParseShare(s)
+			if err != nil {
+				d.errorf(path, lineOf(n), "%v", err)
+				return
+			}
+			v.SetFloat(share)
 		}
 		return
 	case criticalityType:

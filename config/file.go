@@ -490,6 +490,71 @@ type Task struct {
 	RolloutPct int `yaml:"rollout_pct"`
 	// Hedge asks the next tier too when a tier is slow to answer. Absent never hedges.
 	Hedge *Hedge `yaml:"hedge"`
+	// Cache serves the last valid answer to the same input when every tier fails. Absent
+	// means none.
+	Cache *Cache `yaml:"cache"`
+	// Canary sends a share of one tier's calls to a candidate prompt or provider, and
+	// promotes or rolls it back by its figures. Absent means none.
+	Canary *Canary `yaml:"canary"`
+}
+
+// Cache is a task's or route's answer cache: every valid answer a model gives is kept under
+// the task (route), the tenant and the input (the chat request), and served, as source
+// cache, when every tier fails on the same input. It is kept in process, and in Redis too when state.backend is redis (the fleet
+// shares it).
+type Cache struct {
+	// TTL is the age past which a kept answer is no longer served; required.
+	TTL time.Duration `yaml:"ttl"`
+	// MaxEntries bounds the answers kept in process (the least recently used go first).
+	// Absent means 100000.
+	MaxEntries int `yaml:"max_entries"`
+	// Serve is on_error (the cache answers only when every tier failed) or always_fresh (it
+	// also answers an input answered within ttl before any tier is asked, saving the call).
+	// Absent means on_error.
+	Serve string `yaml:"serve"`
+	// AllowCritical lets a critical task answer with a cached verdict when no model can
+	// judge the call. Absent means false, and a critical task may not have a cache.
+	AllowCritical bool `yaml:"allow_critical"`
+}
+
+// Canary is a task's canary release of a candidate for one tier: a new prompt version, a
+// provider (another model), or both.
+type Canary struct {
+	// Tier is the index of the tier canaried. Absent means 0, the primary.
+	Tier int `yaml:"tier"`
+	// Prompt is the candidate's template file, relative to the config file's folder. Absent
+	// keeps the tier's.
+	Prompt string `yaml:"prompt"`
+	// Provider names the candidate's provider. Absent keeps the tier's.
+	Provider string `yaml:"provider"`
+	// Share is the candidate's share of the tier's calls at the start, such as 10%;
+	// required.
+	Share Share `yaml:"share"`
+	// By is how calls are split: tenant (a tenant sees one arm; a call without a tenant is
+	// split by its request id) or request. Absent means tenant.
+	By string `yaml:"by"`
+	// Window is how long the canary runs before it is decided. Absent means 30m.
+	Window time.Duration `yaml:"window"`
+	// MinCalls is how many calls each arm needs before it is decided. Absent means 200.
+	MinCalls int `yaml:"min_calls"`
+	// RollbackIf are how much worse than the incumbent the candidate may be before it is
+	// rolled back; otherwise it is promoted.
+	RollbackIf CanaryThresholds `yaml:"rollback_if"`
+}
+
+// CanaryThresholds: the candidate is rolled back when it is worse than the incumbent by more
+// than any of them.
+type CanaryThresholds struct {
+	// ViolationRate is the share of answers breaking the contract, and of calls failing, in
+	// points above the incumbent's. Absent means 2%.
+	ViolationRate Share `yaml:"violation_rate"`
+	// ReaskRate is the share of calls that needed a re-ask, in points above the
+	// incumbent's. Absent means 5%.
+	ReaskRate Share `yaml:"reask_rate"`
+	// P95 is the latency p95, relative to the incumbent's. Absent means 25%.
+	P95 Share `yaml:"p95"`
+	// Cost is the cost per answer, relative to the incumbent's. Absent means 25%.
+	Cost Share `yaml:"cost"`
 }
 
 // Hedge is a task's or route's hedging: when a tier has not answered after After, the next
@@ -576,6 +641,11 @@ type Route struct {
 	// ("gpt-4o-mini"), so that an app written for a vendor needs only a new base URL. An
 	// alias is no other route's name and is listed by one route only. Absent means none.
 	Models []string `yaml:"models"`
+	// Cache serves the last valid answer to the same request when every tier fails. Absent
+	// means none.
+	Cache *Cache `yaml:"cache"`
+	// Canary is a task's only: check refuses it on a route.
+	Canary *Canary `yaml:"canary"`
 }
 
 // RouteTier is one tier of a route.
@@ -618,6 +688,9 @@ type Alerts struct {
 	// DrillStale fires when a drilled task's last passing drill is older than drill.max_age
 	// (or none passed), for For.
 	DrillStale Alert `yaml:"drill_stale"`
+	// CanaryRolledBack fires when a task's canary release was rolled back, for For; it
+	// resolves when the config drops or renews the canary.
+	CanaryRolledBack Alert `yaml:"canary_rolled_back"`
 	// EvaluateEvery is how often the alerts are evaluated. Absent means 5s.
 	EvaluateEvery time.Duration `yaml:"evaluate_every"`
 }

@@ -163,6 +163,7 @@ func (rt *Runtime) retire() error {
 	if rt.Engine != nil {
 		_ = rt.Engine.Close()
 	}
+	_ = rt.closeCaches(rt.live.Load()) // a reload that dropped a task's cache, or failed
 	if rt.openFeature != nil {
 		rt.openFeature()
 		rt.openFeature = nil

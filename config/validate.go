@@ -741,6 +741,8 @@ func (v *validator) task(t *Task) {
 	v.reask(path+".reask", t.Reask)
 	v.rollout(path+".rollout_pct", &t.RolloutPct)
 	v.hedge(path+".hedge", t.Hedge, len(t.Cascade))
+	v.cache(path+".cache", t.Cache, t.Criticality)
+	v.canary(t)
 }
 
 func (v *validator) heuristic(path string, rules []Rule) {
@@ -770,6 +772,8 @@ func (v *validator) heuristic(path string, rules []Rule) {
 func (v *validator) route(r *Route) {
 	path := "routes." + r.Name
 	v.name(path, "route", r.Name)
+	v.taskOnly(r)
+	v.cache(path+".cache", r.Cache, r.Criticality)
 	v.criticality(path, r.Criticality)
 	v.onRefusal(path, r.OnRefusal)
 	if !v.written(path + ".budget") {

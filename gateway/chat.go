@@ -418,7 +418,7 @@ func setAfloatHeaders(h http.Header, source afloat.Source, provider string, degr
 var headerValues = func() map[string][]string {
 	m := map[string][]string{}
 	for _, v := range []string{"true", "false", "application/json", "text/event-stream",
-		string(afloat.SourceModel), string(afloat.SourceHeuristic), string(afloat.SourceHuman),
+		string(afloat.SourceModel), string(afloat.SourceCache), string(afloat.SourceHeuristic), string(afloat.SourceHuman),
 		string(afloat.SourceUnavailable)} {
 		m[v] = []string{v}
 	}
@@ -449,6 +449,7 @@ type completion struct {
 // the order of their names, as they were when this was a map.
 type afloatJSON struct {
 	Attempts []afloat.Attempt `json:"attempts"`
+	CachedAt *time.Time       `json:"cached_at,omitempty"`
 	Degraded bool             `json:"degraded"`
 	Provider string           `json:"provider"`
 	Reason   *afloat.Reason   `json:"reason"`
@@ -528,8 +529,18 @@ func chatCompletion(model string, rep *cascade.Reply, now time.Time) completion 
 		ID: newID("chatcmpl-"), Object: "chat.completion", Created: now.Unix(), Model: answerModel(resp.Model, model),
 		Choices: []choice{{Index: 0, Message: msg, FinishReason: &finish}},
 		Usage:   usageOf(resp.Usage),
-		Afloat:  &afloatJSON{Source: rep.Source, Provider: rep.Provider, Tier: rep.Tier, Degraded: rep.Degraded, Reason: reasonOrNull(rep.Reason), Attempts: publicAttempts(rep.Attempts)},
+		Afloat:  afloatOf(rep),
 	}
+}
+
+// afloatOf is afloat's extension of a reply: who answered and how.
+func afloatOf(rep *cascade.Reply) *afloatJSON {
+	a := &afloatJSON{Source: rep.Source, Provider: rep.Provider, Tier: rep.Tier, Degraded: rep.Degraded, Reason: reasonOrNull(rep.Reason), Attempts: publicAttempts(rep.Attempts)}
+	if !rep.CachedAt.IsZero() {
+		at := rep.CachedAt.UTC()
+		a.CachedAt = &at
+	}
+	return a
 }
 
 // continuedJSON is afloat's extension of a chunk after another provider took the stream over.

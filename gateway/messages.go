@@ -440,7 +440,7 @@ func messageOf(route string, rep *cascade.Reply, stop *stopper) messageJSON {
 	return messageJSON{ID: newID("msg_"), Type: "message", Role: afloat.RoleAssistant, Model: answerModel(resp.Model, route),
 		Content: content, StopReason: &reason, StopSequence: sequence,
 		Usage:  messagesUsage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens},
-		Afloat: &afloatJSON{Source: rep.Source, Provider: rep.Provider, Tier: rep.Tier, Degraded: rep.Degraded, Reason: reasonOrNull(rep.Reason), Attempts: publicAttempts(rep.Attempts)},
+		Afloat: afloatOf(rep),
 	}
 }
 

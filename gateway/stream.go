@@ -113,10 +113,11 @@ type streamFormat interface {
 // ends the stream as f writes a cut, so that no client takes a cut answer for a whole one.
 func (g *Gateway) streamRoute(r *http.Request, route *cascade.Route, req *afloat.Request, s *sse, f streamFormat,
 	failed func(rep *cascade.Reply, err error) bool) {
+	source, degraded := afloat.SourceModel, false // a model's stream, until a cached answer says otherwise
 	emit := func(provider string, tier int, c afloat.Chunk) error {
 		s.track(provider, c)
 		if !s.started {
-			s.open(afloat.SourceModel, provider, tier > 0)
+			s.open(source, provider, degraded || source == afloat.SourceModel && tier > 0)
 			if err := f.begin(); err != nil {
 				return err
 			}
@@ -132,8 +133,14 @@ func (g *Gateway) streamRoute(r *http.Request, route *cascade.Route, req *afloat
 		if failed(rep, err) {
 			return
 		}
-		// An answer with nothing to stream still opens and ends a stream.
-		_ = emit(rep.Provider, rep.Tier, afloat.Chunk{})
+		var whole afloat.Chunk // an answer with nothing to stream still opens and ends a stream
+		if rep.Source == afloat.SourceCache {
+			// The route answered from its cache: the answer streams whole, as a cached one.
+			source, degraded = rep.Source, rep.Degraded
+			resp := rep.Response
+			whole = afloat.Chunk{Delta: resp.Content, ToolCalls: resp.ToolCalls, FinishReason: resp.FinishReason, Model: resp.Model}
+		}
+		_ = emit(rep.Provider, rep.Tier, whole)
 	}
 	how := streamWhole
 	var se *cascade.StreamError

@@ -58,6 +58,13 @@ type Metrics struct {
 	Shed              *prometheus.CounterVec // task
 	ConcurrencyLimit  *prometheus.GaugeVec   // provider
 	ConcurrencyQueued *prometheus.GaugeVec   // provider
+	// Cache counts a task's answer-cache lookups and stores (result hit, miss, retired: an
+	// answer of a prompt version no longer served, stored); CanaryShare is the share of a
+	// task's calls its canary's candidate takes now, CanaryDecisions the canaries promoted or
+	// rolled back.
+	Cache           *prometheus.CounterVec // task, result
+	CanaryShare     *prometheus.GaugeVec   // task
+	CanaryDecisions *prometheus.CounterVec // task, decision (promoted, rolled_back), by (auto, operator)
 }
 
 // RegisterRuntime registers on reg the collectors of the Go runtime (go_*: goroutines,
@@ -121,6 +128,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		Shed:              counter("afloat_shed_total", "Calls shed, without a provider call, because afloat itself was saturated.", "task"),
 		ConcurrencyLimit:  gauge("afloat_concurrency_limit", "The provider's adaptive concurrency limit now.", "provider"),
 		ConcurrencyQueued: gauge("afloat_concurrency_queued", "Calls waiting for a slot under the provider's concurrency limit now.", "provider"),
+		Cache:             counter("afloat_cache_total", "Answer-cache lookups and stores of a task (hit, miss, retired: an answer of a prompt version no longer served, stored).", "task", "result"),
+		CanaryShare:       gauge("afloat_canary_share", "Share of a task's calls its canary's candidate takes now (0 rolled back, 1 promoted).", "task"),
+		CanaryDecisions:   counter("afloat_canary_decisions_total", "Canaries decided: promoted or rolled back, automatically or by an operator.", "task", "decision", "by"),
 	}
 	m.ReviewStoreHealthy.Set(1)
 	if reg == nil {
@@ -131,7 +141,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		m.FallbackShare, m.SourceShare, m.ReviewQueueDepth, m.Normalize, m.Retries, m.Refusals, m.WastedCost,
 		m.StreamEventsSkipped, m.ReviewEnqueued, m.ReviewResolved,
 		m.ReviewRejected, m.ReviewPurged, m.ReviewOldestPending, m.ReviewStoreHealthy, m.ReviewSLABreaches,
-		m.Hedges, m.Shed, m.ConcurrencyLimit, m.ConcurrencyQueued} {
+		m.Hedges, m.Shed, m.ConcurrencyLimit, m.ConcurrencyQueued, m.Cache, m.CanaryShare, m.CanaryDecisions} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -140,7 +150,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 // Sources, in the order of shared/DESIGN.md §3.
-var sources = []string{"model", "heuristic", "unavailable", "human"}
+var sources = []string{"model", "cache", "heuristic", "unavailable", "human"}
 
 // InitProvider exports the series of one provider at zero; a circuit state already watched
 // keeps its func.
@@ -181,6 +191,7 @@ func (m *Metrics) InitTask(task string, providers, outcomes, reasons []string) {
 			m.Requests.WithLabelValues(task, s, degraded, r)
 		}
 	}
+	m.Requests.WithLabelValues(task, "cache", "false", "") // a fresh hit (serve: always_fresh)
 	for _, step := range []string{"locate", "repair", "rename", "coerce"} {
 		m.Normalize.WithLabelValues(task, step)
 	}

@@ -1,0 +1,250 @@
+package cascade
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/canary"
+	"github.com/afloat-dev/afloat/prompt"
+)
+
+// candidatePrompt is a new version of the primary's prompt, which the fakes can tell apart.
+func candidatePrompt(t *testing.T) *prompt.Template {
+	t.Helper()
+	p, err := prompt.Parse("prompts/triage/p0.v2.tmpl", "--- system\nCANDIDATE: triage the ticket as JSON.\n--- user\nSubject: {{.subject}}\nMessage: {{.message}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// byPrompt answers the incumbent's prompt validly, and the candidate's first asks with a
+// contract violation violating of every 10 times (its re-asks validly).
+func byPrompt(violating int, candidateAsks *atomic.Int64) func(context.Context, *afloat.Request, int) (*afloat.Response, error) {
+	var firsts atomic.Int64
+	return func(_ context.Context, req *afloat.Request, _ int) (*afloat.Response, error) {
+		ok := &afloat.Response{Content: validAnswer, Usage: afloat.Usage{InputTokens: 100, OutputTokens: 20}}
+		if !strings.HasPrefix(req.Messages[0].Content, "CANDIDATE") {
+			return ok, nil
+		}
+		candidateAsks.Add(1)
+		if len(req.Messages) > 2 { // a re-ask
+			return ok, nil
+		}
+		if n := firsts.Add(1) - 1; n%10 < int64(violating) {
+			return &afloat.Response{Content: "I think it is a technical issue.", Usage: ok.Usage}, nil
+		}
+		return ok, nil
+	}
+}
+
+// callMany makes calls calls, each its own request, and counts the envelopes by prompt
+// version.
+func callMany(t *testing.T, task *Task, from, calls int) map[string]int {
+	t.Helper()
+	versions := map[string]int{}
+	for i := from; i < from+calls; i++ {
+		ctx := afloat.WithRequestID(context.Background(), fmt.Sprintf("req-%d", i))
+		res, err := task.RunJSON(ctx, ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Source != afloat.SourceModel || res.Degraded {
+			t.Fatalf("call %d: source %s degraded %v: a canary never degrades a call", i, res.Source, res.Degraded)
+		}
+		versions[res.PromptVersion]++
+	}
+	return versions
+}
+
+const (
+	incumbentVersion = "triage/p0/v1"
+	candidateVersion = "triage/p0/v2"
+)
+
+// A candidate prompt whose answers violate the contract 30 % of the time is rolled back once
+// the window has passed, with the figures recorded; until then it takes its share of the
+// calls and no more, and afterwards none.
+func TestCanaryRollsBackAViolatingCandidate(t *testing.T) {
+	var asks atomic.Int64
+	fx := newFixture(t, nil, byPrompt(3, &asks))
+	task := fx.task(t, func(c *TaskConfig) {
+		c.Canary = &Canary{Prompt: candidatePrompt(t), ByRequest: true,
+			Config: canary.Config{Share: 0.2, Window: 30 * time.Minute, MinCalls: 100}}
+	})
+
+	versions := callMany(t, task, 0, 1000)
+	if share := float64(versions[candidateVersion]) / 1000; share < 0.15 || share > 0.25 {
+		t.Fatalf("the candidate answered %v of the calls at share 0.2: %v", share, versions)
+	}
+	if versions[incumbentVersion]+versions[candidateVersion] != 1000 {
+		t.Fatalf("envelopes name versions %v", versions)
+	}
+	st, _ := task.Canary()
+	if st.State != canary.Running {
+		t.Fatalf("decided before the window: %s", st.State)
+	}
+	if st.IncumbentVersion != incumbentVersion || st.CandidateVersion != candidateVersion || st.Tier != 0 {
+		t.Fatalf("status names %s vs %s on tier %d", st.IncumbentVersion, st.CandidateVersion, st.Tier)
+	}
+
+	fx.clock.Advance(31 * time.Minute)
+	st, _ = task.Canary()
+	if st.State != canary.RolledBack || st.Share != 0 || st.Decision == nil {
+		t.Fatalf("after the window: state %s share %v decision %v; want rolled back", st.State, st.Share, st.Decision)
+	}
+	d := st.Decision
+	if d.By != "auto" || d.Candidate.ViolationRate < 0.25 || d.Candidate.ViolationRate > 0.35 || d.Incumbent.ViolationRate != 0 {
+		t.Fatalf("decision %+v: want auto, the candidate's violation rate near 30 %%, the incumbent's 0", d)
+	}
+	if d.Candidate.ReaskRate < 0.25 || d.Candidate.Calls != versions[candidateVersion] || d.Incumbent.Calls != versions[incumbentVersion] {
+		t.Fatalf("decision figures %+v vs the calls each arm answered %v", d, versions)
+	}
+	if !strings.Contains(strings.Join(d.Reasons, "\n"), "violation rate") {
+		t.Fatalf("the reasons do not name the violation rate: %q", d.Reasons)
+	}
+
+	before := asks.Load()
+	after := callMany(t, task, 1000, 200)
+	if after[incumbentVersion] != 200 || asks.Load() != before {
+		t.Fatalf("after the rollback %v answered, and the candidate was asked %d times more", after, asks.Load()-before)
+	}
+}
+
+// A candidate as good as the incumbent is promoted: it takes every call.
+func TestCanaryPromotesAGoodCandidate(t *testing.T) {
+	var asks atomic.Int64
+	fx := newFixture(t, nil, byPrompt(0, &asks))
+	task := fx.task(t, func(c *TaskConfig) {
+		c.Canary = &Canary{Prompt: candidatePrompt(t), ByRequest: true,
+			Config: canary.Config{Share: 0.1, Window: 30 * time.Minute, MinCalls: 50}}
+	})
+	versions := callMany(t, task, 0, 1000)
+	if versions[candidateVersion] < 50 || versions[candidateVersion] > 150 {
+		t.Fatalf("share 0.1 sent %v", versions)
+	}
+	fx.clock.Advance(30*time.Minute + time.Second)
+	callMany(t, task, 1000, 1) // the call after the window decides
+	st, _ := task.Canary()
+	if st.State != canary.Promoted || st.Share != 1 || st.Decision == nil || st.Decision.By != "auto" {
+		t.Fatalf("state %s share %v decision %+v; want promoted", st.State, st.Share, st.Decision)
+	}
+	if after := callMany(t, task, 2000, 100); after[candidateVersion] != 100 {
+		t.Fatalf("after the promotion %v answered", after)
+	}
+}
+
+// A canary of a provider (another model) for the primary's tier, split by tenant: a tenant
+// sees one arm; the backup tier is untouched.
+func TestCanaryOfAProviderByTenant(t *testing.T) {
+	fx := newFixture(t, nil, answer(validAnswer), answer(validAnswer), answer(validAnswer))
+	task := fx.task(t, func(c *TaskConfig) {
+		c.Cascade = c.Cascade[:2]
+		c.Canary = &Canary{Provider: "p2", Config: canary.Config{Share: 0.5, Window: time.Hour}}
+	})
+	seen := map[string]string{}
+	for i := range 400 {
+		tenant := fmt.Sprintf("tenant-%d", i%40)
+		ctx := afloat.WithRequestID(WithTenant(context.Background(), tenant), fmt.Sprint(i))
+		res, err := task.RunJSON(ctx, ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev, ok := seen[tenant]; ok && prev != res.Provider {
+			t.Fatalf("tenant %s was answered by %s and by %s: a tenant sees one arm", tenant, prev, res.Provider)
+		}
+		seen[tenant] = res.Provider
+		if res.Tier != 0 || (res.Provider == "p2") != (res.PromptVersion == "triage/p2/v1") {
+			t.Fatalf("envelope: tier %d provider %s version %s", res.Tier, res.Provider, res.PromptVersion)
+		}
+	}
+	if fx.fakes["p1"].calls.Load() != 0 {
+		t.Fatal("the backup was asked while the primary's arms answered")
+	}
+	if fx.fakes["p2"].calls.Load() == 0 || fx.fakes["p0"].calls.Load() == 0 {
+		t.Fatalf("both arms answer: p0 %d, p2 %d calls", fx.fakes["p0"].calls.Load(), fx.fakes["p2"].calls.Load())
+	}
+}
+
+// An operator rolls a canary back by hand, and then it cannot be decided again.
+func TestCanaryByHand(t *testing.T) {
+	var asks atomic.Int64
+	fx := newFixture(t, nil, byPrompt(0, &asks))
+	task := fx.task(t, func(c *TaskConfig) {
+		c.Canary = &Canary{Prompt: candidatePrompt(t), ByRequest: true, Config: canary.Config{Share: 0.5, Window: time.Hour}}
+	})
+	if err := task.SetCanary(canary.Pinned, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := task.SetCanary(canary.RolledBack, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := task.Canary()
+	if st.State != canary.RolledBack || st.Decision.By != "alice" {
+		t.Fatalf("state %s by %s", st.State, st.Decision.By)
+	}
+	if err := task.SetCanary(canary.Promoted, "bob"); err != canary.ErrDecided {
+		t.Fatalf("promoting a rolled-back canary: %v", err)
+	}
+	plain := fx.task(t, func(c *TaskConfig) { c.Name = "plain" })
+	if _, ok := plain.Canary(); ok || plain.SetCanary(canary.Promoted, "bob") != ErrNoCanary {
+		t.Fatal("a task without a canary")
+	}
+}
+
+// A candidate that is the incumbent, or a tier that does not exist, is refused.
+func TestCanaryRefused(t *testing.T) {
+	fx := newFixture(t, nil, answer(validAnswer))
+	for name, c := range map[string]*Canary{
+		"same":    {Provider: "p0", Config: canary.Config{Share: 0.1, Window: time.Hour}},
+		"tier":    {Tier: 3, Provider: "p0", Config: canary.Config{Share: 0.1, Window: time.Hour}},
+		"unknown": {Provider: "nobody", Config: canary.Config{Share: 0.1, Window: time.Hour}},
+		"share":   {Prompt: candidatePrompt(t), Config: canary.Config{Share: 2, Window: time.Hour}},
+	} {
+		_, err := fx.eng.Task(TaskConfig{Name: name, Criticality: afloat.Enrichment, Schema: []byte(triageSchema),
+			Cascade: []Tier{{Provider: "p0", Prompt: mustPrompt(t, "prompts/triage/p0.v1.tmpl")}}, Canary: c})
+		if err == nil {
+			t.Errorf("%s: a canary that cannot work was taken", name)
+		}
+	}
+}
+
+// A reload that leaves the canary as it was keeps its figures and its decision.
+func TestCanaryCarriedOverByAReload(t *testing.T) {
+	var asks atomic.Int64
+	fx := newFixture(t, nil, byPrompt(0, &asks))
+	mod := func(c *TaskConfig) {
+		c.Canary = &Canary{Prompt: candidatePrompt(t), ByRequest: true, Config: canary.Config{Share: 0.5, Window: time.Hour}}
+	}
+	task := fx.task(t, mod)
+	callMany(t, task, 0, 40)
+	before, _ := task.Canary()
+
+	var cfg Config
+	cfg.Clock, cfg.Previous = fx.clock, fx.eng
+	for _, name := range fx.eng.Providers() {
+		cfg.Providers = append(cfg.Providers, ProviderConfig{Name: name, Provider: fx.fakes[name], Retry: RetryConfig{BudgetFloor: -1}})
+	}
+	next, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx2 := &fixture{clock: fx.clock, eng: next, fakes: fx.fakes}
+	again := fx2.task(t, mod)
+	after, _ := again.Canary()
+	if after.Incumbent.Calls+after.Candidate.Calls != 40 || !after.Started.Equal(before.Started) {
+		t.Fatalf("the reload lost the canary's figures: %+v, before %+v", after.Status, before.Status)
+	}
+	changed := fx2.task(t, func(c *TaskConfig) {
+		mod(c)
+		c.Name = "triage2"
+	})
+	if st, _ := changed.Canary(); st.Incumbent.Calls != 0 {
+		t.Fatal("another task's canary starts afresh")
+	}
+}

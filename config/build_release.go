@@ -1,0 +1,121 @@
+package config
+
+import (
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/afloat-dev/afloat/cache"
+	"github.com/afloat-dev/afloat/canary"
+	"github.com/afloat-dev/afloat/cascade"
+	"github.com/afloat-dev/afloat/prompt"
+)
+
+// taskCache is a task's answer cache as built, with the bound it was built for: a reload that
+// keeps the bound keeps the cache and what it holds.
+type taskCache struct {
+	store *cache.Cache
+	max   int
+}
+
+// releases reads a task's cache and canary into cfg, and reports whether the canary's
+// template could be read and rendered.
+func (b *builder) releases(t *Task, cfg *cascade.TaskConfig) bool {
+	path := "tasks." + t.Name
+	cfg.Cache = b.answerCache(path, t.Cache)
+	c := t.Canary
+	if c == nil {
+		return true
+	}
+	cc := &cascade.Canary{
+		Tier: c.Tier, Provider: c.Provider, ByRequest: c.By == "request",
+		Config: canary.Config{
+			Share: float64(c.Share), Window: c.Window, MinCalls: c.MinCalls,
+			RollbackIf: c.RollbackIf.Canary(),
+		},
+	}
+	if c.Prompt != "" {
+		tpl, err := prompt.ParseFile(c.Prompt)
+		if err != nil {
+			b.errorf(path+".canary.prompt", "%v", err)
+			return false
+		}
+		if _, err := tpl.Render(sampleInput(t.Input, tpl.Fields())); err != nil {
+			b.errorf(path+".canary.prompt", "rendering with a sample input: %v", err)
+			return false
+		}
+		cc.Prompt = tpl
+	}
+	cfg.Canary = cc
+	return true
+}
+
+// answerCache is the cascade's cache of the task or route at path, nil for none.
+func (b *builder) answerCache(path string, c *Cache) *cascade.Cache {
+	if c == nil {
+		return nil
+	}
+	store := b.cacheStore(path, c.MaxEntries)
+	if store == nil {
+		return nil
+	}
+	return &cascade.Cache{Store: store, TTL: c.TTL, Fresh: c.Serve == "always_fresh", AllowCritical: c.AllowCritical}
+}
+
+// Canary is the thresholds as package canary takes them. Validation filled the defaults in,
+// so a 0 here was written: no worsening at all, which canary reads from a tiny threshold
+// (its 0 is its default).
+func (t CanaryThresholds) Canary() canary.Thresholds {
+	threshold := func(s Share) float64 {
+		if s == 0 {
+			return 1e-9
+		}
+		return float64(s)
+	}
+	return canary.Thresholds{
+		ViolationRate: threshold(t.ViolationRate), ReaskRate: threshold(t.ReaskRate),
+		P95: threshold(t.P95), Cost: threshold(t.Cost),
+	}
+}
+
+// cacheStore returns the answer cache of the task or route at path, bounded at max entries: the previous
+// runtime's when it had one of the same bound, else a new one, in process and, with the
+// redis state backend, in Redis too. nil when it cannot be made (reported).
+func (b *builder) cacheStore(name string, max int) *cache.Cache {
+	// name is the path (tasks.NAME, routes.NAME): a task and a route never share one.
+	if b.rt.caches == nil {
+		b.rt.caches = map[string]taskCache{}
+	}
+	if b.prev != nil {
+		if prev, ok := b.prev.caches[name]; ok && prev.max == max {
+			b.rt.caches[name] = prev
+			return prev.store
+		}
+	}
+	opts := cache.Options{MaxEntries: max, Clock: b.clock, Logger: b.log.With("cache", name)}
+	if rc, ok := b.rt.redisClient.(redis.UniversalClient); ok {
+		opts.Redis, opts.Prefix = rc, b.f.State.Redis.Prefix
+	}
+	store, err := cache.New(opts)
+	if err != nil {
+		b.errorf(name+".cache", "%v", err)
+		return nil
+	}
+	b.rt.caches[name] = taskCache{store: store, max: max}
+	return store
+}
+
+// closeCaches closes the answer caches rt built that keep is not using (nil: every one).
+func (rt *Runtime) closeCaches(keep *Runtime) error {
+	var errs []error
+	for name, c := range rt.caches {
+		if keep != nil && keep.caches[name].store == c.store {
+			continue
+		}
+		if err := c.store.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	rt.caches = nil
+	return errors.Join(errs...)
+}
