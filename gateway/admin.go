@@ -91,6 +91,8 @@ type taskStatus struct {
 	// passed.
 	LastDrill  *state.Drill `json:"last_drill"`
 	DrillStale bool         `json:"drill_stale"`
+	// Canary is the task's canary release (admin_canary.go), null without one.
+	Canary *canaryView `json:"canary"`
 }
 
 type routeStatus struct {
@@ -210,7 +212,7 @@ func (g *Gateway) statusOf(ctx context.Context) statusDoc {
 		drills = g.cfg.State.Drills()
 	}
 	for name, t := range tab.tasks {
-		ts := taskStatus{Inputs: t.Inputs(), Criticality: t.Criticality().String(), Policy: string(t.Policy()), FallbackShare: t.FallbackShare(), Cost: costOf(t.Spend())}
+		ts := taskStatus{Inputs: t.Inputs(), Criticality: t.Criticality().String(), Policy: string(t.Policy()), FallbackShare: t.FallbackShare(), Cost: costOf(t.Spend()), Canary: canaryOf(t)}
 		ts.LastDrill, ts.DrillStale = g.drillOf(drills["task:"+name])
 		doc.Tasks[name] = ts
 	}

@@ -58,7 +58,7 @@ func (g *Gateway) routeConsole(mux *http.ServeMux) {
 		return strings.TrimRight(strings.TrimRight(fmtFloat(f*100, 1), "0"), ".") + "%"
 	}, "spark": sparkline}
 	layout := template.Must(template.New("layout.tmpl").Funcs(funcs).ParseFS(uiFiles, "ui/layout.tmpl"))
-	for _, p := range []string{"login", "overview", "flags", "breakers", "reviews", "review", "confirm", "message"} {
+	for _, p := range []string{"login", "overview", "flags", "breakers", "canaries", "reviews", "review", "confirm", "message"} {
 		c.pages[p] = template.Must(template.Must(layout.Clone()).ParseFS(uiFiles, "ui/"+p+".tmpl"))
 	}
 	static, _ := fs.Sub(uiFiles, "ui/static")
@@ -75,6 +75,8 @@ func (g *Gateway) routeConsole(mux *http.ServeMux) {
 	mux.HandleFunc("POST /ui/flags", c.on(c.signedIn(true, c.changeFlags)))
 	mux.HandleFunc("GET /ui/breakers", c.on(c.signedIn(true, c.breakersPage)))
 	mux.HandleFunc("POST /ui/breakers", c.on(c.signedIn(true, c.changeBreakers)))
+	mux.HandleFunc("GET /ui/canaries", c.on(c.signedIn(true, c.canariesPage)))
+	mux.HandleFunc("POST /ui/canaries", c.on(c.signedIn(true, c.changeCanary)))
 	mux.HandleFunc("GET /ui/reviews", c.on(c.signedIn(false, c.reviewsPage)))
 	mux.HandleFunc("GET /ui/reviews/{id}", c.on(c.signedIn(false, c.reviewPage)))
 	mux.HandleFunc("POST /ui/reviews/{id}", c.on(c.signedIn(false, c.changeReview)))

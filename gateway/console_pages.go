@@ -11,10 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/afloat-dev/afloat/canary"
 	"github.com/afloat-dev/afloat/flags"
 )
 
-// The admin's pages: overview, flags, breakers and faults. Every change asks for a
+// The admin's pages: overview, flags, breakers and faults, canaries. Every change asks for a
 // confirmation first (a page that repeats the form with confirm=yes), then goes through the
 // admin API's handler and into the audit log.
 
@@ -259,6 +260,103 @@ func (c *console) changeBreakers(w http.ResponseWriter, r *http.Request) {
 	}
 	c.record(r, action, name, detail)
 	http.Redirect(w, r, "/ui/breakers?done=1", http.StatusSeeOther)
+}
+
+// canaryRow is one task's canary on the canaries page: its arms' figures in order, those of
+// its decision, and the changes an operator may make to it.
+type canaryRow struct {
+	Task     string
+	Canary   *canaryView
+	Arms     []armRow
+	Decision []armRow
+	Actions  []canaryAction
+}
+
+// armRow is one arm's figures.
+type armRow struct {
+	Arm     string
+	Figures figuresView
+}
+
+// canaryAction is a button of the canaries page.
+type canaryAction struct {
+	State  canary.State
+	Label  string
+	Danger bool
+}
+
+func armRows(a armsView) []armRow {
+	return []armRow{{"incumbent", a.Incumbent}, {"candidate", a.Candidate}}
+}
+
+// newCanaryRow lays out task's canary v for the page.
+func newCanaryRow(task string, v *canaryView) canaryRow {
+	row := canaryRow{Task: task, Canary: v, Arms: armRows(v.Figures)}
+	if v.Decision != nil {
+		row.Decision = armRows(v.Decision.Figures)
+		return row
+	}
+	row.Actions = []canaryAction{{canary.Promoted, "Promote", true}, {canary.RolledBack, "Roll back", true}}
+	if v.State == canary.Pinned {
+		row.Actions = append(row.Actions, canaryAction{canary.Running, "Unpin", false})
+	} else {
+		row.Actions = append(row.Actions, canaryAction{canary.Pinned, "Pin", false})
+	}
+	return row
+}
+
+func (c *console) canariesPage(w http.ResponseWriter, r *http.Request) {
+	c.renderCanaries(w, r, http.StatusOK, "")
+}
+
+func (c *console) renderCanaries(w http.ResponseWriter, r *http.Request, status int, errMsg string) {
+	var rows []canaryRow
+	for name, t := range c.g.served().tasks {
+		if v := canaryOf(t); v != nil {
+			rows = append(rows, newCanaryRow(name, v))
+		}
+	}
+	slices.SortFunc(rows, func(a, b canaryRow) int { return strings.Compare(a.Task, b.Task) })
+	c.render(w, r, sessionFrom(r), status, "canaries", map[string]any{
+		"Canaries": rows, "Error": errMsg, "Done": r.URL.Query().Get("done") != "",
+	})
+}
+
+// changeCanary promotes, rolls back, pins or unpins a task's canary.
+func (c *console) changeCanary(w http.ResponseWriter, r *http.Request) {
+	name := r.PostFormValue("task")
+	st := canary.State(r.PostFormValue("state"))
+	arms := "its candidate"
+	if t, ok := c.g.served().tasks[name]; ok {
+		if v := canaryOf(t); v != nil {
+			arms = fmt.Sprintf("candidate %s (incumbent %s)", v.Candidate, v.Incumbent)
+		}
+	}
+	var summary string
+	switch st {
+	case canary.Promoted:
+		summary = fmt.Sprintf("Promote the canary of task %s: %s takes every call. A decision is final.", name, arms)
+	case canary.RolledBack:
+		summary = fmt.Sprintf("Roll back the canary of task %s: %s takes no call any more. A decision is final.", name, arms)
+	case canary.Pinned:
+		summary = fmt.Sprintf("Pin the canary of task %s: %s keeps its share, and nothing is decided by itself until it is unpinned.", name, arms)
+	case canary.Running:
+		summary = fmt.Sprintf("Unpin the canary of task %s: it decides by itself again once its window has passed.", name)
+	default:
+		c.renderCanaries(w, r, http.StatusBadRequest, "Unknown change.")
+		return
+	}
+	if !c.confirmed(w, r, "/ui/canaries", summary) {
+		return
+	}
+	ans := c.callAPI(r, c.g.putCanary, http.MethodPut, map[string]string{"state": string(st)}, "task", name)
+	if !ans.ok() {
+		msg, _ := ans.apiError()
+		c.renderCanaries(w, r, ans.status, "Not applied: "+msg)
+		return
+	}
+	c.record(r, "canary."+string(st), name, "")
+	http.Redirect(w, r, "/ui/canaries?done=1", http.StatusSeeOther)
 }
 
 // prettyJSON indents a JSON document for a <pre>.

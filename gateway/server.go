@@ -203,6 +203,8 @@ func New(cfg Config) (*Gateway, error) {
 	mux.Handle("DELETE /admin/faults/{provider}", g.admin(http.HandlerFunc(g.deleteFault)))
 	mux.Handle("POST /admin/drills", g.admin(http.HandlerFunc(g.postDrill)))
 	mux.Handle("POST /admin/reload", g.admin(http.HandlerFunc(g.postReload)))
+	mux.Handle("GET /admin/canaries", g.admin(http.HandlerFunc(g.getCanaries)))
+	mux.Handle("PUT /admin/canaries/{task}", g.admin(http.HandlerFunc(g.putCanary)))
 	g.routeReviews(mux)
 	g.routeConsole(mux) // GET /ui/ (console.go) and GET /admin/audit
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
@@ -215,7 +217,7 @@ func New(cfg Config) (*Gateway, error) {
 		"/v1/tasks/{task}": "POST", "/v1/chat/completions": "POST", "/v1/messages": "POST", "/v1/reviews/{id}": "GET",
 		"/v1/models": "GET", "/v1/models/{model}": "GET",
 		"/admin/status": "GET", "/admin/flags": "GET, PUT, PATCH", "/admin/breakers/{provider}": "PUT",
-		"/admin/faults/{provider}": "PUT, DELETE", "/admin/reload": "POST", "/metrics": "GET", "/healthz": "GET", "/readyz": "GET",
+		"/admin/faults/{provider}": "PUT, DELETE", "/admin/reload": "POST", "/admin/canaries": "GET", "/admin/canaries/{task}": "PUT", "/metrics": "GET", "/healthz": "GET", "/readyz": "GET",
 		"/admin/reviews": "GET", "/admin/reviews/{id}": "GET", "/admin/reviews/{id}/claim": "POST",
 		"/admin/reviews/{id}/resolve": "POST", "/admin/reviews/{id}/reject": "POST", "/admin/reviews/{id}/release": "POST",
 	} {
