@@ -27,7 +27,7 @@ const (
 
 // builtinAlerts are the alerts of afloat's alerts: block (shared/DESIGN.md §4), which the
 // rules mirror one each.
-var builtinAlerts = []string{"fallback_share", "primary_open", "contract_violation_rate", "review_sla", "unusable", "drill_stale"}
+var builtinAlerts = []string{"fallback_share", "primary_open", "contract_violation_rate", "review_sla", "unusable", "drill_stale", "canary_rolled_back"}
 
 // prometheusSeries are the series Prometheus makes itself, which the dashboard may read.
 var prometheusSeries = []string{"ALERTS", "ALERTS_FOR_STATE", "up"}

@@ -78,6 +78,9 @@ tasks:
       - {provider: backup,  prompt: prompts/triage/backup.v1.tmpl}
     heuristic:
       - {default: {department: null, is_urgent: 0.2}}
+    # A canary whose candidate takes one call in 10,000: its series are exported, and the run's
+    # answers stay the incumbent's.
+    canary: {prompt: prompts/triage/primary.v2.tmpl, share: 0.01%, by: request}
   moderation:
     criticality: critical
     on_exhausted: human
@@ -100,6 +103,7 @@ alerts:
   review_sla: {}
   unusable: {}
   drill_stale: {}
+  canary_rolled_back: {}
 `
 
 var files = map[string]string{
@@ -107,6 +111,7 @@ var files = map[string]string{
  "is_urgent": {"type": "number", "minimum": 0, "maximum": 1}}, "required": ["department", "is_urgent"], "additionalProperties": false}`,
 	"schemas/moderation.json":            `{"type": "object", "properties": {"allowed": {"type": "boolean"}}, "required": ["allowed"], "additionalProperties": false}`,
 	"prompts/triage/primary.v1.tmpl":     "--- system\nTriage the ticket as JSON.\n--- user\n{{.message}}\n",
+	"prompts/triage/primary.v2.tmpl":     "--- system\nTriage the ticket; JSON only.\n--- user\n{{.message}}\n",
 	"prompts/triage/backup.v1.tmpl":      "--- system\nClassify the ticket; answer JSON only.\n--- user\n{{.message}}\n",
 	"prompts/moderation/primary.v1.tmpl": "--- system\nModerate the text as JSON.\n--- user\n{{.text}}\n",
 	"prompts/moderation/backup.v1.tmpl":  "--- system\nIs the text allowed? JSON only.\n--- user\n{{.text}}\n",
