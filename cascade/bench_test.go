@@ -161,3 +161,20 @@ func BenchmarkOutageFromCache(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCacheAdds is what the cache (serve: on_error) adds to a call tier 0 answered,
+// alone: the key (the input's canonical form, hashed) and the store of the answer.
+func BenchmarkCacheAdds(b *testing.B) {
+	_, task := benchTaskWith(b, 3, benchCache(b, false))
+	ctx := context.Background()
+	tr := &task.tiers[0]
+	val := []byte(validAnswer)
+	b.ReportAllocs()
+	for b.Loop() {
+		key, ok := task.cacheKey(ctx, ticket)
+		if !ok {
+			b.Fatal("no key")
+		}
+		task.remember(ctx, key, tr, val)
+	}
+}

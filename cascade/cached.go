@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,14 +72,86 @@ func (e *Engine) taskCache(name string, c *Cache, versions []string) *taskCache 
 	}
 }
 
-// cacheKey is the key of the call's answer: the task, the tenant, the canonical input
-// (encoding/json writes a map's keys sorted). ok is false when the input cannot be encoded.
+// cacheKey is the key of the call's answer: the task, the tenant, the canonical input. ok is
+// false when the input cannot be encoded.
 func (t *Task) cacheKey(ctx context.Context, in afloat.Input) (cache.Key, bool) {
-	b, err := json.Marshal(in)
-	if err != nil {
+	bp := keyBufs.Get().(*[]byte)
+	defer keyBufs.Put(bp)
+	b, ok := appendCanonical((*bp)[:0], map[string]any(in), 0)
+	*bp = b[:0]
+	if !ok {
 		return cache.Key{}, false
 	}
 	return cache.KeyOf(t.name, Tenant(ctx), b), true
+}
+
+// keyBufs are the buffers canonical inputs are written into, so that a call's key costs no
+// allocation for an input of strings, numbers and booleans.
+var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxDepth bounds the nesting appendCanonical follows; a deeper input is not cached.
+const maxDepth = 32
+
+// appendCanonical appends v in a canonical form: the same value always writes the same
+// bytes, and two different values never do (each value is tagged with its type, strings are
+// length-prefixed, a map's keys are sorted). It is the cache key's input, never parsed back. It
+// reports false for a value it cannot encode.
+func appendCanonical(b []byte, v any, depth int) ([]byte, bool) {
+	if depth > maxDepth {
+		return b, false
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, 'n'), true
+	case string:
+		return appendString(b, 's', x), true
+	case bool:
+		return strconv.AppendBool(append(b, 'b'), x), true
+	case float64:
+		return strconv.AppendFloat(append(b, 'f'), x, 'g', -1, 64), true
+	case int:
+		return strconv.AppendInt(append(b, 'i'), int64(x), 10), true
+	case int64:
+		return strconv.AppendInt(append(b, 'i'), x, 10), true
+	case json.Number:
+		return appendString(b, '#', string(x)), true
+	case map[string]any:
+		var arr [16]string
+		keys := arr[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = strconv.AppendInt(append(b, '{'), int64(len(keys)), 10)
+		for _, k := range keys {
+			var ok bool
+			if b, ok = appendCanonical(appendString(b, 'k', k), x[k], depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	case []any:
+		b = strconv.AppendInt(append(b, '['), int64(len(x)), 10)
+		for _, e := range x {
+			var ok bool
+			if b, ok = appendCanonical(b, e, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	}
+	j, err := json.Marshal(v) // another type (a library caller's struct): its JSON
+	if err != nil {
+		return b, false
+	}
+	return appendString(b, 'j', string(j)), true
+}
+
+// appendString appends s tagged and length-prefixed: its bytes as they are, which no other
+// string's encoding can be mistaken for.
+func appendString(b []byte, tag byte, s string) []byte {
+	b = strconv.AppendInt(append(b, tag), int64(len(s)), 10)
+	return append(append(b, ':'), s...)
 }
 
 // fromCache answers the call from the cache when it holds an answer to its input young

@@ -273,3 +273,39 @@ func TestCacheIsNotAskedWhenTheTaskIsOff(t *testing.T) {
 		t.Fatalf("a shed call: %v, source %s reason %s; want the heuristic, shed", err, res.Source, res.Reason)
 	}
 }
+
+// The canonical input of a cache key: the same value writes the same bytes whatever the
+// order of its keys, and values of different types or contents never write the same.
+func TestCanonicalInput(t *testing.T) {
+	enc := func(v any) string {
+		b, ok := appendCanonical(nil, v, 0)
+		if !ok {
+			t.Fatalf("%v did not encode", v)
+		}
+		return string(b)
+	}
+	a := map[string]any{"subject": "hi", "n": 1.0, "tags": []any{"x", true, nil}, "meta": map[string]any{"b": "2", "a": "1"}}
+	b := map[string]any{"meta": map[string]any{"a": "1", "b": "2"}, "tags": []any{"x", true, nil}, "n": 1.0, "subject": "hi"}
+	if enc(a) != enc(b) {
+		t.Fatalf("the same input in another order: %s vs %s", enc(a), enc(b))
+	}
+	distinct := []any{nil, "1", 1.0, 1, json.Number("1"), true, "true", []any{"a", "b"}, []any{"ab"}, []any{[]any{"a"}, "b"},
+		map[string]any{"a": "b"}, map[string]any{"ab": ""}, map[string]any{"a": map[string]any{}}, struct{ A int }{1}, `s"q`}
+	seen := map[string]int{}
+	for i, v := range distinct {
+		if j, dup := seen[enc(v)]; dup {
+			t.Fatalf("%#v and %#v encode alike: %s", distinct[j], v, enc(v))
+		}
+		seen[enc(v)] = i
+	}
+	deep := any("leaf")
+	for range maxDepth + 2 {
+		deep = []any{deep}
+	}
+	if _, ok := appendCanonical(nil, deep, 0); ok {
+		t.Fatal("an input nested past maxDepth was encoded")
+	}
+	if _, ok := appendCanonical(nil, map[string]any{"f": func() {}}, 0); ok {
+		t.Fatal("a func was encoded")
+	}
+}
