@@ -81,14 +81,15 @@ type Cache struct {
 	log   *slog.Logger
 
 	// The Redis side, all zero without Options.Redis; see redis.go.
-	rdb     redis.UniversalClient
-	prefix  string
-	reads   chan struct{}      // a token per read in flight
-	queue   chan pending       // Put's writes, drained by writeLoop; closed by Close
-	flushes chan chan struct{} // Flush's requests: writeLoop closes each once the writes queued before it are done
-	exited  chan struct{}      // closed when writeLoop returns
-	failing atomic.Bool        // the last Redis call failed: only the changes are logged
-	abandon atomic.Bool        // Close stopped waiting: writeLoop drops what is left
+	rdb      redis.UniversalClient
+	prefix   string
+	reads    chan struct{}      // a token per read in flight
+	queue    chan pending       // Put's writes, drained by writeLoop; closed by Close
+	flushes  chan chan struct{} // Flush's requests: writeLoop closes each once the writes queued before it are done
+	exited   chan struct{}      // closed when writeLoop returns
+	failing  atomic.Bool        // the last Redis call failed: only the changes are logged
+	failedAt atomic.Int64       // when a Redis call last failed, in Unix nanoseconds (real time)
+	abandon  atomic.Bool        // Close stopped waiting: writeLoop drops what is left
 
 	mu     sync.Mutex
 	mem    lru

@@ -14,6 +14,9 @@ const (
 	// readTimeout bounds a Get's Redis read: the cache is read when the call is already
 	// failing, so a slow Redis must not add more than this to it.
 	readTimeout = 50 * time.Millisecond
+	// readBackoff is how long after a failed Redis call Get does not read Redis (a miss at
+	// once): during a Redis outage a call waits readTimeout at most once a readBackoff.
+	readBackoff = time.Second
 	// maxReads bounds the reads in flight. A read that readTimeout gave up on runs on until
 	// the client's own timeouts end it (go-redis ignores ctx deadlines unless
 	// ContextTimeoutEnabled), so a hung Redis holds at most this many goroutines; past it, a
@@ -94,6 +97,11 @@ func (c *Cache) read(ctx context.Context, k Key) (Entry, time.Time, bool) {
 	if ctx.Err() != nil {
 		return Entry{}, time.Time{}, false
 	}
+	if c.failing.Load() && time.Since(time.Unix(0, c.failedAt.Load())) < readBackoff {
+		// Redis failed a moment ago: the calls of an outage do not each wait for it. One read
+		// a readBackoff tries again (and a write's success clears failing).
+		return Entry{}, time.Time{}, false
+	}
 	select {
 	case c.reads <- struct{}{}:
 	default:
@@ -145,6 +153,7 @@ func (c *Cache) read(ctx context.Context, k Key) (Entry, time.Time, bool) {
 func (c *Cache) settle(op string, err error) {
 	if err != nil {
 		c.remoteErrors.Add(1)
+		c.failedAt.Store(time.Now().UnixNano())
 		if c.failing.CompareAndSwap(false, true) {
 			c.log.Warn("cache: redis failing: reads miss and writes are lost until it recovers",
 				"op", op, "err", err)

@@ -253,7 +253,12 @@ func TestRemoteRefused(t *testing.T) {
 	if _, ok := c.Get(ctx, testKey(1), time.Hour); !ok {
 		t.Error("Get of an entry put with Redis down: miss, want it from memory")
 	}
-	wantStats(t, c, Stats{Hits: 1, Misses: 1, RemoteErrors: 1 + puts})
+	if _, ok := c.Get(ctx, testKey(99), time.Hour); ok {
+		t.Error("Get of an entry never put: hit")
+	}
+	// That last miss did not read Redis, which failed a moment ago (readBackoff): the
+	// errors are still the first read's and the writes'.
+	wantStats(t, c, Stats{Hits: 1, Misses: 2, RemoteErrors: 1 + puts})
 	out := logs.String()
 	if n := strings.Count(out, "redis failing"); n != 1 {
 		t.Errorf("log has %d lines of redis failing, want 1:\n%s", n, out)

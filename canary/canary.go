@@ -2,6 +2,7 @@ package canary
 
 import (
 	"errors"
+	"fmt"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -117,6 +118,10 @@ func (c *Canary) Pick(key string) Arm {
 	}
 	return Incumbent
 }
+
+// RolledBack reports whether the canary was rolled back: its candidate takes no call any
+// more, and what it answered is not to be served again. It takes no lock.
+func (c *Canary) RolledBack() bool { return c.points.Load() == 0 }
 
 // Observe records o as an observation of arm (any other value than Incumbent or Candidate is
 // ignored), and then, if the canary is Running, its window has passed and both arms have
@@ -259,8 +264,25 @@ func (c *Canary) settleByHand(to State, by string) (*Decision, func(Decision), e
 		return nil, nil, ErrDecided
 	}
 	inc, cand := c.arms[Incumbent].figures(), c.arms[Candidate].figures()
-	_, reasons := judge(inc, cand, c.limits)
+	rollback, reasons := judge(inc, cand, c.limits)
+	rule := Promoted
+	if rollback {
+		rule = RolledBack
+	}
+	verdict := fmt.Sprintf("by hand: the figures so far would have %s", verbOf(rule))
+	if rule != to {
+		verdict = fmt.Sprintf("by hand, overriding the figures so far, which would have %s", verbOf(rule))
+	}
+	reasons = append([]string{verdict}, reasons...)
 	return c.settleLocked(to, c.clock.Now(), by, reasons, inc, cand), c.onDecision, nil
+}
+
+// verbOf is a decision as a reason's line says it was, or would have been, made.
+func verbOf(s State) string {
+	if s == RolledBack {
+		return "rolled it back"
+	}
+	return "promoted it"
 }
 
 // Pin freezes a Running canary, by the name given: it keeps its share but decides nothing

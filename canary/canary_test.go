@@ -38,7 +38,7 @@ func TestNewRejectsInvalid(t *testing.T) {
 
 func TestNewDefaults(t *testing.T) {
 	c, _ := newTest(t, Config{})
-	want := Thresholds{ViolationRate: 0.02, ReaskRate: 0.05, P95: 0.25, Cost: 0.25}
+	want := Thresholds{ViolationRate: 0.02, FailureRate: 0.05, ReaskRate: 0.05, P95: 0.25, Cost: 0.25}
 	if c.limits != want || c.minCalls != 100 {
 		t.Fatalf("limits %+v, min calls %d; want %+v, 100", c.limits, c.minCalls, want)
 	}
@@ -165,7 +165,8 @@ func TestThresholdsAlone(t *testing.T) {
 		{"cost 30% above", Thresholds{}, dear, RolledBack, "cost per answer"},
 		{"cost within a looser limit", Thresholds{Cost: 0.4}, dear, Promoted, ""},
 		{"failures 10 points above", Thresholds{}, failing, RolledBack, "failure rate"},
-		{"failures under the violation limit", Thresholds{ViolationRate: 0.2}, failing, Promoted, ""},
+		{"failures under a looser failure limit", Thresholds{FailureRate: 0.2}, failing, Promoted, ""},
+		{"failures are not violations", Thresholds{ViolationRate: 0.5}, failing, RolledBack, "failure rate"},
 		{"re-asks 10 points above", Thresholds{}, reasking, RolledBack, "re-ask rate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -296,7 +297,8 @@ func TestByHand(t *testing.T) {
 				t.Fatal(err)
 			}
 			if d.State != tc.want || d.By != "bob" || !d.At.Equal(clock.Now()) ||
-				d.Incumbent.Calls != 10 || d.Candidate.Calls != 5 || len(d.Reasons) != 5 {
+				d.Incumbent.Calls != 10 || d.Candidate.Calls != 5 || len(d.Reasons) != 6 ||
+				!strings.HasPrefix(d.Reasons[0], "by hand") || (tc.want == RolledBack) != strings.Contains(d.Reasons[0], "overriding") {
 				t.Fatalf("decision %+v", d)
 			}
 			if len(got) != 1 || got[0].By != "bob" {

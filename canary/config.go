@@ -14,6 +14,7 @@ import (
 const (
 	DefaultMinCalls      = 100
 	DefaultViolationRate = 0.02
+	DefaultFailureRate   = 0.05
 	DefaultReaskRate     = 0.05
 	DefaultP95           = 0.25
 	DefaultCost          = 0.25
@@ -29,9 +30,13 @@ const buckets = 10000
 type Thresholds struct {
 	// ViolationRate is the most, in share points, by which the candidate's violation rate
 	// (first answers that break the contract) may exceed the incumbent's: 0.02 allows 2
-	// points more. It also bounds the failure rate (calls with no valid answer), which
-	// worsens the task in the same way. It must be in [0, 1]; 0 means 0.02.
+	// points more. It must be in [0, 1]; 0 means 0.02.
 	ViolationRate float64
+	// FailureRate is the most, in share points, by which the candidate's failure rate (calls
+	// it gave no valid answer to: a timeout, an error, a violation its re-ask did not mend)
+	// may exceed the incumbent's. It must be in [0, 1]; 0 means 0.05: a provider's failures
+	// are noisier than a prompt's violations.
+	FailureRate float64
 	// ReaskRate is the most, in share points, by which the candidate's re-ask rate may exceed
 	// the incumbent's. It must be in [0, 1]; 0 means 0.05.
 	ReaskRate float64
@@ -82,6 +87,7 @@ type settings struct {
 func (t Thresholds) withDefaults() Thresholds {
 	return Thresholds{
 		ViolationRate: cmp.Or(t.ViolationRate, DefaultViolationRate),
+		FailureRate:   cmp.Or(t.FailureRate, DefaultFailureRate),
 		ReaskRate:     cmp.Or(t.ReaskRate, DefaultReaskRate),
 		P95:           cmp.Or(t.P95, DefaultP95),
 		Cost:          cmp.Or(t.Cost, DefaultCost),
@@ -112,6 +118,7 @@ func (c Config) settings() (settings, error) {
 	}{
 		{"violation rate", t.ViolationRate},
 		{"re-ask rate", t.ReaskRate},
+		{"failure rate", t.FailureRate},
 	} {
 		if !(r.v >= 0 && r.v <= 1) {
 			errs = append(errs, fmt.Errorf("rollback threshold %s %v is outside [0, 1]", r.name, r.v))

@@ -12,8 +12,8 @@
 //
 //   - its violation rate exceeds the incumbent's by more than ViolationRate (share points);
 //   - its re-ask rate exceeds the incumbent's by more than ReaskRate (share points);
-//   - its failure rate exceeds the incumbent's by more than ViolationRate: a call with no
-//     valid answer hurts the task as a violation does, so the two share one threshold;
+//   - its failure rate (calls with no valid answer) exceeds the incumbent's by more than
+//     FailureRate (share points);
 //   - the incumbent's p95 latency is above 0 and the candidate's exceeds it by more than
 //     P95 (relative: 0.25 is 25% above);
 //   - the incumbent's cost per answer is above 0 and the candidate's exceeds it by more than

@@ -54,7 +54,7 @@ func Example() {
 	// rolled_back by auto:
 	//   violation rate 25.4% vs 0.0% (+25.4 points > 2.0)
 	//   re-ask rate 0.0% vs 10.1% (-10.1 points <= 5.0)
-	//   failure rate 0.0% vs 0.0% (+0.0 points <= 2.0)
+	//   failure rate 0.0% vs 0.0% (+0.0 points <= 5.0)
 	//   p95 latency 800ms vs 800ms (+0.0% <= 25.0%)
 	//   cost per answer 0.002 vs 0.002 (+0.0% <= 25.0%)
 	// tenant-1 now gets the incumbent

@@ -39,7 +39,7 @@ func judge(inc, cand Figures, t Thresholds) (rollback bool, reasons []string) {
 	}
 	points("violation rate", cand.ViolationRate, inc.ViolationRate, t.ViolationRate)
 	points("re-ask rate", cand.ReaskRate, inc.ReaskRate, t.ReaskRate)
-	points("failure rate", cand.FailureRate, inc.FailureRate, t.ViolationRate)
+	points("failure rate", cand.FailureRate, inc.FailureRate, t.FailureRate)
 	relative("p95 latency", round(cand.P95).String(), round(inc.P95).String(),
 		float64(cand.P95)/float64(inc.P95), inc.P95 > 0, t.P95)
 	relative("cost per answer", fmt.Sprintf("%.4g", cand.CostPerAnswer), fmt.Sprintf("%.4g", inc.CostPerAnswer),

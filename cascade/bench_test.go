@@ -171,10 +171,10 @@ func BenchmarkCacheAdds(b *testing.B) {
 	val := []byte(validAnswer)
 	b.ReportAllocs()
 	for b.Loop() {
-		key, ok := task.cacheKey(ctx, ticket)
-		if !ok {
+		kc := task.cached(ctx, ticket)
+		if kc.c == nil {
 			b.Fatal("no key")
 		}
-		task.remember(ctx, key, tr, val)
+		kc.keep(ctx, tr, tr.version, val, time.Time{})
 	}
 }

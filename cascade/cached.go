@@ -44,6 +44,8 @@ func (c *Cache) check(crit afloat.Criticality) error {
 		return errors.New("cache: ttl must be positive")
 	case crit == afloat.Critical && !c.AllowCritical:
 		return errors.New("cache: a critical task fails closed, and a cached verdict was judged on an earlier call, for content that may have changed meaning since (allow it with allow_critical)")
+	case crit == afloat.Critical && c.Fresh:
+		return errors.New("cache: a critical task serves a cached verdict only when no model can judge the call, never instead of asking one (serve: on_error)")
 	}
 	return nil
 }
@@ -54,22 +56,38 @@ type taskCache struct {
 	// versions are the prompt versions whose answers may be served: the tiers' and a
 	// canary's candidate. An answer of a version retired from the config is not.
 	versions []string
-	hits     prometheus.Counter // afloat_cache_total{result="hit"}
-	misses   prometheus.Counter // "miss": none, or none young enough
-	retired  prometheus.Counter // "retired": an answer of a prompt version no longer served
-	stored   prometheus.Counter // "stored"
+	// canary is the task's, whose candidate's answers are not served once it is rolled
+	// back; nil for none.
+	canary  *taskCanary
+	hits    prometheus.Counter // afloat_cache_total{result="hit"}: an answer served
+	misses  prometheus.Counter // "miss": a lookup found none, or none young enough
+	retired prometheus.Counter // "retired": an answer of a prompt version no longer served
+	stored  prometheus.Counter // "stored"
 }
 
-func (e *Engine) taskCache(name string, c *Cache, versions []string) *taskCache {
+func (e *Engine) taskCache(name string, c *Cache, versions []string, tc *taskCanary) *taskCache {
 	if c == nil {
 		return nil
 	}
 	m := e.metrics.Cache
 	return &taskCache{
-		Cache: *c, versions: versions,
+		Cache: *c, versions: versions, canary: tc,
 		hits: m.WithLabelValues(name, "hit"), misses: m.WithLabelValues(name, "miss"),
 		retired: m.WithLabelValues(name, "retired"), stored: m.WithLabelValues(name, "stored"),
 	}
+}
+
+// cache is the call's use of the task's cache: keyed by the task, the tenant and the
+// canonical input; the zero cached without a cache, or for an input that cannot be encoded.
+func (t *Task) cached(ctx context.Context, in afloat.Input) cached {
+	if t.cache == nil {
+		return cached{}
+	}
+	key, ok := t.cacheKey(ctx, in)
+	if !ok {
+		return cached{}
+	}
+	return cached{c: t.cache, key: key}
 }
 
 // cacheKey is the key of the call's answer: the task, the tenant, the canonical input. ok is
@@ -154,33 +172,96 @@ func appendString(b []byte, tag byte, s string) []byte {
 	return append(append(b, ':'), s...)
 }
 
-// fromCache answers the call from the cache when it holds an answer to its input young
-// enough, by a prompt version still served. degraded is false on the happy path (Fresh).
-func (t *Task) fromCache(ctx context.Context, key cache.Key, log *callLog, start time.Time, degraded bool) (afloat.Result[json.RawMessage], bool) {
-	c := t.cache
-	// The call's budget may be spent by now; the store's lookup bounds itself.
-	en, ok := c.Store.Get(context.WithoutCancel(ctx), key, c.TTL)
+// cached is one call's use of its task's or route's answer cache: the call's key, and what
+// its one lookup found. The zero cached (no cache, or an input with no key) does nothing.
+type cached struct {
+	c      *taskCache
+	key    cache.Key
+	looked bool        // the cache was read
+	en     cache.Entry // what it held that a tier still serves, when found
+	found  bool
+}
+
+// lookup reads the cache once: an answer young enough, by a version the cascade still
+// serves. ctx bounds a Redis read.
+func (k *cached) lookup(ctx context.Context) {
+	k.looked = true
+	en, ok := k.c.Store.Get(ctx, k.key, k.c.TTL)
 	switch {
 	case !ok:
-		c.misses.Inc()
-		return afloat.Result[json.RawMessage]{}, false
-	case !slices.Contains(c.versions, en.PromptVersion):
-		c.retired.Inc()
-		return afloat.Result[json.RawMessage]{}, false
+		k.c.misses.Inc()
+	case !k.c.serves(en.PromptVersion):
+		k.c.retired.Inc()
+	default:
+		k.en, k.found = en, true
 	}
-	c.hits.Inc()
+}
+
+// fresh returns the answer to serve before any tier is asked (serve: always_fresh): tier
+// 0's, as the happy path would have answered; a lower tier's answer, given while tier 0
+// failed, waits for tier 0 to fail again. ctx is the call's: the read fits in its budget.
+func (k *cached) fresh(ctx context.Context) (cache.Entry, bool) {
+	if k.c == nil || !k.c.Fresh {
+		return cache.Entry{}, false
+	}
+	k.lookup(ctx)
+	if !k.found || k.en.Tier != 0 {
+		return cache.Entry{}, false
+	}
+	k.c.hits.Inc()
+	return k.en, true
+}
+
+// stale returns the answer to serve once every tier failed.
+func (k *cached) stale(ctx context.Context) (cache.Entry, bool) {
+	if k.c == nil {
+		return cache.Entry{}, false
+	}
+	if !k.looked {
+		k.lookup(context.WithoutCancel(ctx)) // the budget may be spent: the read bounds itself
+	}
+	if !k.found {
+		return cache.Entry{}, false
+	}
+	k.c.hits.Inc()
+	return k.en, true
+}
+
+// keep stores tier tr's valid answer, val, under version: unless the cache holds a higher
+// tier's answer to the same input that is still served, which it keeps (the backup's
+// answer, given during the primary's outage, does not replace the primary's).
+func (k *cached) keep(ctx context.Context, tr *tier, version string, val []byte, at time.Time) {
+	if k.c == nil {
+		return
+	}
+	if tr.idx > 0 {
+		en, found := k.en, k.found
+		if !k.looked {
+			en, found = k.c.Store.Get(ctx, k.key, k.c.TTL)
+			found = found && k.c.serves(en.PromptVersion)
+		}
+		if found && en.Tier < tr.idx {
+			return
+		}
+	}
+	k.c.Store.Put(ctx, k.key, cache.Entry{Value: val, PromptVersion: version, Provider: tr.up.name, Tier: tr.idx, At: at}, k.c.TTL)
+	k.c.stored.Inc()
+}
+
+// serves reports whether an answer of version may be served: the cascade still has the
+// version, and it is not a canary's candidate that was rolled back.
+func (c *taskCache) serves(version string) bool {
+	if !slices.Contains(c.versions, version) {
+		return false
+	}
+	return c.canary == nil || version != c.canary.cand.version || !c.canary.run.c.RolledBack()
+}
+
+// fromCache is the envelope of a cached answer.
+func (t *Task) fromCache(en cache.Entry, log *callLog, start time.Time, degraded bool) afloat.Result[json.RawMessage] {
 	res := afloat.Result[json.RawMessage]{
 		Task: t.name, Value: en.Value, Source: afloat.SourceCache, Degraded: degraded,
 		Provider: en.Provider, Tier: en.Tier, PromptVersion: en.PromptVersion, CachedAt: en.At.UTC(),
 	}
-	return t.finish(res, log, start), true
-}
-
-// remember stores tier tr's valid answer to the call.
-func (t *Task) remember(ctx context.Context, key cache.Key, tr *tier, val json.RawMessage) {
-	c := t.cache
-	c.Store.Put(ctx, key, cache.Entry{
-		Value: val, PromptVersion: tr.version, Provider: tr.up.name, Tier: tr.idx, At: t.e.clock.Now(),
-	}, c.TTL)
-	c.stored.Inc()
+	return t.finish(res, log, start)
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"slices"
 	"time"
 
 	"github.com/afloat-dev/afloat"
@@ -48,60 +47,59 @@ type cachedRequest struct {
 	Temperature    *float64               `json:"temperature,omitempty"`
 }
 
-// cacheKey is the key of the request's answer; ok is false without a cache or when the
-// request cannot be encoded.
-func (r *Route) cacheKey(ctx context.Context, in *afloat.Request) (cache.Key, bool) {
+// cached is the call's use of the route's cache: keyed by the route, the tenant and the
+// request; the zero cached without a cache, or for a request that cannot be encoded.
+func (r *Route) cached(ctx context.Context, in *afloat.Request) cached {
 	if r.cache == nil {
-		return cache.Key{}, false
+		return cached{}
 	}
 	b, err := json.Marshal(cachedRequest{in.Messages, in.Tools, in.ToolChoice, in.ResponseFormat, in.MaxTokens, in.Temperature})
 	if err != nil {
-		return cache.Key{}, false
+		return cached{}
 	}
-	return cache.KeyOf(r.name, Tenant(ctx), b), true
+	return cached{c: r.cache, key: cache.KeyOf(r.name, Tenant(ctx), b)}
 }
 
-// fromCache answers the call from the cache when it holds an answer to the request young
-// enough, by a tier still in the cascade. degraded is false on the happy path (Fresh).
-func (r *Route) fromCache(ctx context.Context, key cache.Key, log *callLog, start time.Time, degraded bool) (*Reply, bool) {
-	c := r.cache
-	en, ok := c.Store.Get(context.WithoutCancel(ctx), key, c.TTL)
-	switch {
-	case !ok:
-		c.misses.Inc()
-		return nil, false
-	case !slices.Contains(c.versions, en.PromptVersion):
-		c.retired.Inc()
-		return nil, false
+// fromCache decodes a cached answer; ok is false without one.
+func (r *Route) fromCache(en cache.Entry, ok bool) (cachedAnswer, bool) {
+	if !ok {
+		return cachedAnswer{}, false
 	}
 	var resp afloat.Response
 	if err := json.Unmarshal(en.Value, &resp); err != nil {
-		c.misses.Inc()
-		return nil, false
+		return cachedAnswer{}, false
 	}
-	c.hits.Inc()
+	return cachedAnswer{en, &resp}, true
+}
+
+// cachedAnswer is a route's cached answer, decoded.
+type cachedAnswer struct {
+	cache.Entry
+	resp *afloat.Response
+}
+
+// cachedReply is the reply of a cached answer. degraded is false on the happy path (Fresh).
+func (r *Route) cachedReply(a cachedAnswer, log *callLog, start time.Time, degraded bool) *Reply {
 	rep := &Reply{
-		Route: r.name, Response: &resp, Source: afloat.SourceCache, CachedAt: en.At.UTC(), Degraded: degraded,
-		Reason: log.reason, Provider: en.Provider, Tier: en.Tier, Attempts: log.attempts, Usage: log.usage,
+		Route: r.name, Response: a.resp, Source: afloat.SourceCache, CachedAt: a.At.UTC(), Degraded: degraded,
+		Reason: log.reason, Provider: a.Provider, Tier: a.Tier, Attempts: log.attempts, Usage: log.usage,
 	}
 	r.finish(rep, start)
-	return rep, true
+	return rep
 }
 
 // exhaustedOrCached answers a call no tier answered: from the cache when it can, else as
 // exhausted.
-func (r *Route) exhaustedOrCached(ctx context.Context, key cache.Key, cached bool, log *callLog, start time.Time) (*Reply, error) {
-	if cached {
-		if rep, ok := r.fromCache(ctx, key, log, start, true); ok {
-			return rep, nil
-		}
+func (r *Route) exhaustedOrCached(ctx context.Context, kc *cached, log *callLog, start time.Time) (*Reply, error) {
+	if a, ok := r.fromCache(kc.stale(ctx)); ok {
+		return r.cachedReply(a, log, start, true), nil
 	}
 	return r.exhausted(log, start)
 }
 
-// remember stores tier tr's whole answer to the request.
-func (r *Route) remember(ctx context.Context, key cache.Key, tr *tier, resp *afloat.Response) {
-	if resp == nil || resp.FinishReason == "length" {
+// keep stores tier tr's whole answer to the request.
+func (r *Route) keep(ctx context.Context, kc *cached, tr *tier, resp *afloat.Response) {
+	if kc.c == nil || resp == nil || resp.FinishReason == "length" {
 		return // a cut answer is no answer to keep
 	}
 	kept := afloat.Response{Content: resp.Content, ToolCalls: resp.ToolCalls, FinishReason: resp.FinishReason, Model: resp.Model}
@@ -109,7 +107,5 @@ func (r *Route) remember(ctx context.Context, key cache.Key, tr *tier, resp *afl
 	if err != nil {
 		return
 	}
-	c := r.cache
-	c.Store.Put(ctx, key, cache.Entry{Value: b, PromptVersion: c.versions[tr.idx], Provider: tr.up.name, Tier: tr.idx, At: r.e.clock.Now()}, c.TTL)
-	c.stored.Inc()
+	kc.keep(ctx, tr, kc.c.versions[tr.idx], b, r.e.clock.Now())
 }

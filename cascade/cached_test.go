@@ -13,6 +13,8 @@ import (
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/cache"
+	"github.com/afloat-dev/afloat/canary"
+	"github.com/afloat-dev/afloat/flags"
 	"github.com/afloat-dev/afloat/shed"
 )
 
@@ -257,9 +259,8 @@ func TestCacheOnACriticalTask(t *testing.T) {
 	}
 }
 
-// The kill switch and shedding go straight to the policy: the cache answers only for tiers
-// that failed.
-func TestCacheIsNotAskedWhenTheTaskIsOff(t *testing.T) {
+// Shedding goes straight to the policy: the cache answers only for tiers that failed.
+func TestCacheIsNotAskedWhenShed(t *testing.T) {
 	var down atomic.Bool
 	pressure := time.Duration(0)
 	fx := newFixture(t, func(c *Config) { c.Shed = shed.New(10*time.Millisecond, func() time.Duration { return pressure }) }, numbered(&down))
@@ -307,5 +308,83 @@ func TestCanonicalInput(t *testing.T) {
 	}
 	if _, ok := appendCanonical(nil, map[string]any{"f": func() {}}, 0); ok {
 		t.Fatal("a func was encoded")
+	}
+}
+
+// A backup's answer, given while the primary was down, does not replace the primary's in the
+// cache; and serve: always_fresh answers before the tiers only with the primary's answer, so
+// that a healthy primary is asked rather than a backup's answer served as not degraded.
+func TestCacheKeepsTheBetterTiersAnswer(t *testing.T) {
+	var primaryDown, backupDown atomic.Bool
+	fx := newFixture(t, nil, numbered(&primaryDown), numbered(&backupDown))
+	task := fx.task(t, func(c *TaskConfig) { c.Cache = &Cache{Store: newCache(t, fx, 10), TTL: time.Hour, Fresh: true} })
+	ctx := context.Background()
+
+	primaryDown.Store(true)
+	if res, _ := task.RunJSON(ctx, ticketN(1)); res.Provider != "p1" {
+		t.Fatalf("the backup answers while the primary is down: %+v", res)
+	}
+	primaryDown.Store(false)
+	fx.clock.Advance(6 * time.Minute) // the primary's breaker is past its recovery
+	if res, _ := task.RunJSON(ctx, ticketN(1)); res.Source != afloat.SourceModel || res.Provider != "p0" {
+		t.Fatalf("a healthy primary with only the backup's answer cached: source %s from %s; want the primary asked", res.Source, res.Provider)
+	}
+	if res, _ := task.RunJSON(ctx, ticketN(1)); res.Source != afloat.SourceCache || res.Tier != 0 || res.Degraded {
+		t.Fatalf("now the primary's answer is cached: source %s tier %d degraded %v", res.Source, res.Tier, res.Degraded)
+	}
+
+	onError := fx.task(t, func(c *TaskConfig) { c.Name = "on-error"; c.Cache = &Cache{Store: newCache(t, fx, 10), TTL: time.Hour} })
+	if _, err := onError.RunJSON(ctx, ticketN(2)); err != nil {
+		t.Fatal(err)
+	}
+	primaryDown.Store(true)
+	if res, _ := onError.RunJSON(ctx, ticketN(2)); res.Provider != "p1" || res.Source != afloat.SourceModel {
+		t.Fatalf("the backup answers: %+v", res)
+	}
+	backupDown.Store(true)
+	if res, _ := onError.RunJSON(ctx, ticketN(2)); res.Source != afloat.SourceCache || res.Provider != "p0" {
+		t.Fatalf("every tier down: source %s from %s; want the primary's answer, which the backup's did not replace", res.Source, res.Provider)
+	}
+}
+
+// A canary's candidate that was rolled back has its answers no longer served from the cache.
+func TestCacheDropsARolledBackCandidatesAnswers(t *testing.T) {
+	var down atomic.Bool
+	fx := newFixture(t, nil, numbered(&down))
+	task := fx.task(t, func(c *TaskConfig) {
+		c.Cache = &Cache{Store: newCache(t, fx, 10), TTL: time.Hour}
+		c.Canary = &Canary{Prompt: candidatePrompt(t), ByRequest: true, Config: canary.Config{Share: 1, Window: time.Hour}}
+	})
+	ctx := context.Background()
+	if res, _ := task.RunJSON(ctx, ticketN(1)); res.PromptVersion != candidateVersion {
+		t.Fatalf("share 1: answered by %s", res.PromptVersion)
+	}
+	down.Store(true)
+	if res, _ := task.RunJSON(ctx, ticketN(1)); res.Source != afloat.SourceCache || res.PromptVersion != candidateVersion {
+		t.Fatalf("the candidate's answer is served while it runs: %s %s", res.Source, res.PromptVersion)
+	}
+	if err := task.SetCanary(canary.RolledBack, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := task.RunJSON(ctx, ticketN(1)); res.Source != afloat.SourceHeuristic {
+		t.Fatalf("after the rollback: source %s, version %s; the candidate's answers are not served", res.Source, res.PromptVersion)
+	}
+}
+
+// A killed task answers by its policy, not from the cache.
+func TestCacheIsNotAskedWhenKilled(t *testing.T) {
+	var down atomic.Bool
+	fl := flags.NewMemory()
+	fx := newFixture(t, func(c *Config) { c.Flags = fl }, numbered(&down))
+	task := fx.task(t, func(c *TaskConfig) { c.Cache = &Cache{Store: newCache(t, fx, 10), TTL: time.Hour, Fresh: true} })
+	if _, err := task.RunJSON(context.Background(), ticketN(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fl.Set(context.Background(), &flags.Document{Tasks: map[string]flags.TaskFlags{"triage": {Kill: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := task.RunJSON(context.Background(), ticketN(1))
+	if err != nil || res.Source != afloat.SourceHeuristic || res.Reason != afloat.ReasonKillSwitch {
+		t.Fatalf("a killed task: %v, source %s reason %s; want the heuristic, kill_switch", err, res.Source, res.Reason)
 	}
 }

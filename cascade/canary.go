@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +46,7 @@ type taskCanary struct {
 	tier      int
 	cand      tier
 	byRequest bool
+	costs     bool // the arms' costs are in one currency, and compared
 }
 
 // canaryRun is a canary's decision engine with the settings it was made for, which a
@@ -100,6 +103,12 @@ func (e *Engine) newCanary(t *Task, cfg *Canary) (*taskCanary, error) {
 	if tpl == nil {
 		tpl = inc.prompt
 	}
+	for _, f := range tpl.Fields() {
+		if !slices.Contains(t.inputs, f) {
+			// Every call would have to carry it, on either arm, and after a rollback too.
+			return nil, fmt.Errorf("canary: the candidate's prompt reads %q, which the task's calls need not carry (the task's inputs: %s)", f, strings.Join(t.inputs, ", "))
+		}
+	}
 	version := tierVersion(t.name, provider, tpl)
 	if version == inc.version {
 		return nil, fmt.Errorf("canary: the candidate (%s) is the tier's incumbent: name another prompt version or provider", version)
@@ -136,7 +145,9 @@ func (e *Engine) newCanary(t *Task, cfg *Canary) (*taskCanary, error) {
 		}
 		run = &canaryRun{c: c, setting: setting}
 	}
-	tc := &taskCanary{run: run, tier: cfg.Tier, cand: cand, byRequest: cfg.ByRequest}
+	tc := &taskCanary{run: run, tier: cfg.Tier, cand: cand, byRequest: cfg.ByRequest,
+		// Costs in two currencies are not compared: each arm's then reads 0, not compared.
+		costs: inc.up.price.Currency == cand.up.price.Currency || inc.up.price.Currency == "" || cand.up.price.Currency == ""}
 	share := e.metrics.CanaryShare.WithLabelValues(t.name)
 	share.Set(run.c.Status().Share)
 	for _, d := range []canary.State{canary.Promoted, canary.RolledBack} {
@@ -201,15 +212,27 @@ func (c *taskCanary) pick(ctx context.Context, tr *tier) *tier {
 }
 
 // observe records one ask of the canaried tier on its arm: what the attempts of log from
-// first on came to. An ask that no attempt reached the provider in (a gate skipped the tier,
-// a hedge won before it began) says nothing of the arm.
-func (c *taskCanary) observe(tr *tier, log *callLog, first int, cost float64, took time.Duration, ok bool) {
+// first on came to. An ask that no attempt reached the provider in (a gate skipped the tier)
+// says nothing of the arm. An ask the hedge below it won is an answer at least as slow as it
+// took: its latency counts, as a lower bound, so that a slow arm's tail is not hidden by the
+// hedges it loses; it is neither a failure nor a violation. A hedge that lost, cut when it
+// had barely begun, says nothing.
+func (c *taskCanary) observe(ctx context.Context, tr *tier, log *callLog, first int, cost float64, took time.Duration, ok bool) {
 	if c == nil || tr.idx != c.tier {
 		return
 	}
 	arm := canary.Incumbent
 	if tr == &c.cand {
 		arm = canary.Candidate
+	}
+	if !ok && context.Cause(ctx) == errHedgeLost {
+		if len(log.attempts) > first && !isHedge(ctx) {
+			c.run.c.Observe(arm, canary.Observation{Latency: took})
+		}
+		return
+	}
+	if !c.costs {
+		cost = 0
 	}
 	o := canary.Observation{Latency: took, Cost: cost, Failed: !ok}
 	asked := false

@@ -6,11 +6,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/canary"
 	"github.com/afloat-dev/afloat/prompt"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // candidatePrompt is a new version of the primary's prompt, which the fakes can tell apart.
@@ -246,5 +248,117 @@ func TestCanaryCarriedOverByAReload(t *testing.T) {
 	})
 	if st, _ := changed.Canary(); st.Incumbent.Calls != 0 {
 		t.Fatal("another task's canary starts afresh")
+	}
+}
+
+// An arm that loses to the hedge below it still counts, its latency as a lower bound: a slow
+// candidate whose every call is hedged away is seen as slow, and rolled back.
+func TestCanaryCountsTheHedgesItLoses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slowCandidate := func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+			if strings.HasPrefix(req.Messages[0].Content, "CANDIDATE") {
+				return after(2*time.Second, answer(validAnswer))(ctx, req, n)
+			}
+			return after(50*time.Millisecond, answer(validAnswer))(ctx, req, n)
+		}
+		fx := newFixture(t, realClock, slowCandidate, after(50*time.Millisecond, answer(validAnswer)))
+		task := fx.task(t, func(c *TaskConfig) {
+			c.Budget = 5 * time.Second
+			c.Hedge = Hedge{After: 300 * time.Millisecond, Max: 1}
+			c.Canary = &Canary{Prompt: candidatePrompt(t), ByRequest: true,
+				Config: canary.Config{Share: 0.5, Window: time.Minute, MinCalls: 5}}
+		})
+		hedgedAway, answered := 0, 0 // the candidate's calls the hedge won, and those it answered
+		for i := range 40 {
+			ctx := afloat.WithRequestID(context.Background(), fmt.Sprintf("req-%d", i))
+			res, err := task.RunJSON(ctx, ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case res.Provider == "p1":
+				hedgedAway++
+			case res.PromptVersion == candidateVersion:
+				answered++
+			}
+		}
+		st, _ := task.Canary()
+		if hedgedAway < 5 || st.Candidate.Calls != hedgedAway+answered {
+			t.Fatalf("the candidate answered %d calls and lost %d to the hedge; its figures count %d: want them all", answered, hedgedAway, st.Candidate.Calls)
+		}
+		if st.Candidate.P95 < 300*time.Millisecond || st.Candidate.FailureRate != 0 {
+			t.Fatalf("candidate figures %+v: want its hedged-away calls counted, at least 300ms each, none a failure", st.Candidate)
+		}
+		time.Sleep(time.Minute) // synctest: the window passes
+		st, _ = task.Canary()
+		if st.State != canary.RolledBack || !strings.Contains(strings.Join(st.Decision.Reasons, "\n"), "p95 latency") {
+			t.Fatalf("state %s, decision %+v; want rolled back on its p95", st.State, st.Decision)
+		}
+	})
+}
+
+// A reload that drops a canary removes its series (so that the rolled-back alert resolves)
+// and leaves the old canary deciding nothing; one that changes its settings starts afresh.
+func TestCanaryReloadDropsOrRenews(t *testing.T) {
+	var asks atomic.Int64
+	fx := newFixture(t, nil, byPrompt(0, &asks))
+	withCanary := func(share float64) func(*TaskConfig) {
+		return func(c *TaskConfig) {
+			c.Canary = &Canary{Prompt: candidatePrompt(t), ByRequest: true, Config: canary.Config{Share: share, Window: time.Hour}}
+		}
+	}
+	old := fx.task(t, withCanary(0.5))
+	callMany(t, old, 0, 20)
+	if err := old.SetCanary(canary.RolledBack, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	share := func() float64 { return testutil.ToFloat64(fx.eng.Metrics().CanaryShare.WithLabelValues("triage")) }
+	if share() != 0 {
+		t.Fatalf("afloat_canary_share %v after the rollback", share())
+	}
+
+	reload := func(mod func(*TaskConfig)) (*Engine, *Task) {
+		cfg := Config{Clock: fx.clock, Previous: fx.eng, Metrics: fx.eng.Metrics()}
+		for _, name := range fx.eng.Providers() {
+			cfg.Providers = append(cfg.Providers, ProviderConfig{Name: name, Provider: fx.fakes[name], Retry: RetryConfig{BudgetFloor: -1}})
+		}
+		next, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		task := (&fixture{clock: fx.clock, eng: next, fakes: fx.fakes}).task(t, mod)
+		next.TakeOver(fx.eng)
+		fx.eng = next
+		return next, task
+	}
+	_, renewed := reload(withCanary(0.2))
+	if st, _ := renewed.Canary(); st.State != canary.Running || st.Share != 0.2 || st.Incumbent.Calls != 0 {
+		t.Fatalf("a canary of new settings: %+v; want it afresh", st.Status)
+	}
+	if share() != 0.2 {
+		t.Fatalf("afloat_canary_share %v, want the new canary's 0.2", share())
+	}
+	_, plain := reload(nil)
+	if _, ok := plain.Canary(); ok {
+		t.Fatal("the reload dropped the canary, and the task still has one")
+	}
+	if n := testutil.CollectAndCount(fx.eng.Metrics().CanaryShare); n != 0 {
+		t.Fatalf("afloat_canary_share has %d series after the canary was dropped", n)
+	}
+}
+
+// A candidate whose prompt reads a field the task's calls need not carry is refused: every
+// call would have to carry it.
+func TestCanaryCandidateReadsNoNewField(t *testing.T) {
+	fx := newFixture(t, nil, answer(validAnswer))
+	p, err := prompt.Parse("prompts/triage/p0.v9.tmpl", "--- user\n{{.subject}} {{.customer_tier}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fx.eng.Task(TaskConfig{Name: "triage", Criticality: afloat.Enrichment, Schema: []byte(triageSchema),
+		Cascade: []Tier{{Provider: "p0", Prompt: mustPrompt(t, "prompts/triage/p0.v1.tmpl")}},
+		Canary:  &Canary{Prompt: p, Config: canary.Config{Share: 0.1, Window: time.Hour}}})
+	if err == nil || !strings.Contains(err.Error(), "customer_tier") {
+		t.Fatalf("a candidate reading a new field: %v", err)
 	}
 }

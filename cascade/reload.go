@@ -1,6 +1,7 @@
 package cascade
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -135,6 +136,20 @@ func (e *Engine) TakeOver(prev *Engine) {
 			m.FallbackShare.DeleteLabelValues(scope)
 			m.Shed.DeleteLabelValues(scope)
 			m.SourceShare.DeletePartialMatch(prometheus.Labels{"task": scope})
+		}
+	}
+	prev.canaries.mu.Lock()
+	old := maps.Clone(prev.canaries.runs)
+	prev.canaries.mu.Unlock()
+	for name, run := range old {
+		if now := e.canaries.lookup(name); now != run {
+			// The reload dropped or renewed the canary: the old one decides nothing any more
+			// (the calls still in flight on prev only count), and a dropped one's series go.
+			run.c.OnDecision(nil)
+			if now == nil {
+				m.CanaryShare.DeleteLabelValues(name)
+				m.CanaryDecisions.DeletePartialMatch(prometheus.Labels{"task": name})
+			}
 		}
 	}
 	_ = prev.Close()

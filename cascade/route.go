@@ -284,7 +284,7 @@ func (e *Engine) newRoute(cfg RouteConfig) (*Route, error) {
 		if err := cfg.Cache.check(cfg.Criticality); err != nil {
 			return nil, err
 		}
-		r.cache = e.taskCache(cfg.Name, cfg.Cache, versions(cfg.Name, cfg.Cascade))
+		r.cache = e.taskCache(cfg.Name, cfg.Cache, versions(cfg.Name, cfg.Cascade), nil)
 	}
 	if err := e.claimName(cfg.Name, r.tiers); err != nil {
 		return nil, err
@@ -456,11 +456,9 @@ func (r *Route) complete(ctx context.Context, in *afloat.Request) (*Reply, error
 	if r.e.shed.Shed(r.crit) {
 		return r.shedCall(&log, start)
 	}
-	key, cached := r.cacheKey(ctx, in)
-	if cached && r.cache.Fresh {
-		if rep, ok := r.fromCache(ctx, key, &log, start, false); ok {
-			return rep, nil
-		}
+	kc := r.cached(ctx, in)
+	if rep, ok := r.fromCache(kc.fresh(ctx)); ok {
+		return r.cachedReply(rep, &log, start, false), nil
 	}
 	tr, resp, err := eachTier(r.e, ctx, r.tiers, false, r.hedge, &log, func(ctx context.Context, tr *tier, below []tier, log *callLog) (*afloat.Response, bool, error) {
 		resp, err := r.ask(ctx, tr, in, below, contract, tools, log)
@@ -473,11 +471,9 @@ func (r *Route) complete(ctx context.Context, in *afloat.Request) (*Reply, error
 	case err != nil:
 		return nil, err
 	case tr == nil:
-		return r.exhaustedOrCached(ctx, key, cached, &log, start)
+		return r.exhaustedOrCached(ctx, &kc, &log, start)
 	}
-	if cached {
-		r.remember(ctx, key, tr, resp)
-	}
+	r.keep(ctx, &kc, tr, resp)
 	return r.answered(&log, tr, resp, start, tr.idx > 0), nil
 }
 
@@ -714,11 +710,9 @@ func (r *Route) stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 	if r.e.shed.Shed(r.crit) {
 		return r.shedCall(&log, start)
 	}
-	key, cached := r.cacheKey(ctx, in)
-	if cached && r.cache.Fresh {
-		if rep, ok := r.fromCache(ctx, key, &log, start, false); ok {
-			return rep, nil // the caller streams it whole
-		}
+	kc := r.cached(ctx, in)
+	if rep, ok := r.fromCache(kc.fresh(ctx)); ok {
+		return r.cachedReply(rep, &log, start, false), nil // the caller streams it whole
 	}
 	var out settled
 	var by *tier // the tier whose answer the client got last: the one that continued a cut stream
@@ -762,14 +756,12 @@ func (r *Route) stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 	case tr == nil && err != nil:
 		return nil, err
 	case tr == nil:
-		return r.exhaustedOrCached(ctx, key, cached, &log, start)
+		return r.exhaustedOrCached(ctx, &kc, &log, start)
 	case err != nil:
 		var cut *StreamError
 		return r.answered(&log, by, out.resp, start, errors.As(err, &cut) || by.idx > 0), err
 	}
-	if cached {
-		r.remember(ctx, key, by, out.resp)
-	}
+	r.keep(ctx, &kc, by, out.resp)
 	return r.answered(&log, by, out.resp, start, by.idx > 0), nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/afloat-dev/afloat"
-	"github.com/afloat-dev/afloat/cache"
 	"github.com/afloat-dev/afloat/normalize"
 	"github.com/afloat-dev/afloat/review"
 )
@@ -57,14 +56,9 @@ func (t *Task) runJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 		t.shed.Inc()
 		return t.exhausted(ctx, in, &log, start)
 	}
-	var key cache.Key
-	cached := false
-	if t.cache != nil {
-		if key, cached = t.cacheKey(ctx, in); cached && t.cache.Fresh {
-			if res, ok := t.fromCache(ctx, key, &log, start, false); ok {
-				return res, nil
-			}
-		}
+	kc := t.cached(ctx, in)
+	if en, ok := kc.fresh(ctx); ok {
+		return t.fromCache(en, &log, start, false), nil
 	}
 	_, ans, err := eachTier(t.e, ctx, t.tiers, false, t.hedge, &log, t.askTier(in))
 	switch {
@@ -72,18 +66,14 @@ func (t *Task) runJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 		return t.exhausted(ctx, in, &log, start) // the policy answers what the provider refused
 	case err != nil:
 		return res, err
-	case ans.tr == nil && cached:
-		if res, ok := t.fromCache(ctx, key, &log, start, true); ok {
-			return res, nil
-		}
-		return t.exhausted(ctx, in, &log, start)
 	case ans.tr == nil:
+		if en, ok := kc.stale(ctx); ok {
+			return t.fromCache(en, &log, start, true), nil
+		}
 		return t.exhausted(ctx, in, &log, start)
 	}
 	tr := ans.tr
-	if cached {
-		t.remember(ctx, key, tr, ans.val)
-	}
+	kc.keep(ctx, tr, tr.version, ans.val, t.e.clock.Now())
 	res.Value, res.Source, res.Degraded = ans.val, afloat.SourceModel, tr.idx > 0
 	res.Provider, res.Tier, res.PromptVersion = tr.up.name, tr.idx, tr.version
 	return t.finish(res, &log, start), nil
@@ -104,7 +94,7 @@ func (t *Task) askTier(in afloat.Input) askFunc[tierAnswer] {
 		tr = t.canary.pick(ctx, tr)
 		first, spent, began := len(log.attempts), log.usage.Cost, t.e.clock.Now()
 		val, ok, err := t.ask(ctx, tr, in, below, log)
-		t.canary.observe(tr, log, first, log.usage.Cost-spent, t.e.clock.Since(began), ok)
+		t.canary.observe(ctx, tr, log, first, log.usage.Cost-spent, t.e.clock.Since(began), ok)
 		if !ok {
 			return tierAnswer{}, false, err
 		}

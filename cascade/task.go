@@ -279,20 +279,19 @@ func (e *Engine) newTask(cfg TaskConfig) (*Task, error) {
 	for _, tr := range t.tiers {
 		versions = append(versions, tr.version)
 	}
-	if cfg.Canary != nil {
-		if t.canary, err = e.newCanary(t, cfg.Canary); err != nil {
-			return nil, err
-		}
-		versions = append(versions, t.canary.cand.version)
-		fields = append(fields, t.canary.cand.prompt.Fields()...)
-	}
-	t.cache = e.taskCache(cfg.Name, cfg.Cache, versions)
 	if cfg.Inputs != nil {
 		t.inputs = slices.Clone(cfg.Inputs)
 	} else {
 		slices.Sort(fields)
 		t.inputs = slices.Compact(fields)
 	}
+	if cfg.Canary != nil {
+		if t.canary, err = e.newCanary(t, cfg.Canary); err != nil {
+			return nil, err
+		}
+		versions = append(versions, t.canary.cand.version)
+	}
+	t.cache = e.taskCache(cfg.Name, cfg.Cache, versions, t.canary)
 
 	if err := e.claimName(cfg.Name, t.scopeTiers()); err != nil {
 		return nil, err

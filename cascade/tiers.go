@@ -45,6 +45,12 @@ func (h Hedge) check() error {
 // errHedgeLost is the cause of the context of an attempt that another tier answered first.
 var errHedgeLost = errors.New("cancelled: another tier answered first (hedge)")
 
+// hedgeKey marks the context of a hedge's ask: the tier asked because the one above was slow.
+type hedgeKey struct{}
+
+// isHedge reports whether ctx is a hedge's ask's.
+func isHedge(ctx context.Context) bool { return ctx.Value(hedgeKey{}) != nil }
+
 // eachTier is the one tier loop of tasks, routes and streams: it asks the tiers in order
 // until one answers (two at once where the call hedges), and notes in log the reason the
 // first tier did not. It returns the tier that answered (or that ended the call with an
@@ -116,7 +122,7 @@ func (e *Engine) hedgeDelay(h Hedge, streamed bool, tiers []tier, i, hedges int)
 // (errHedgeLost); both asks' attempts are recorded in log, tier i's first. It reports whether
 // tier i+1 was asked.
 func hedgedAsk[T any](e *Engine, ctx context.Context, tiers []tier, i int, delay time.Duration, log *callLog, ask askFunc[T]) (branch[T], bool) {
-	start := func(tr *tier, below []tier) (chan branch[T], context.CancelCauseFunc) {
+	start := func(ctx context.Context, tr *tier, below []tier) (chan branch[T], context.CancelCauseFunc) {
 		bctx, cancel := context.WithCancelCause(ctx)
 		done := make(chan branch[T], 1)
 		go func() {
@@ -142,7 +148,7 @@ func hedgedAsk[T any](e *Engine, ctx context.Context, tiers []tier, i int, delay
 			}
 		}
 	}
-	primary, cancelPrimary := start(&tiers[i], tiers[i+1:])
+	primary, cancelPrimary := start(ctx, &tiers[i], tiers[i+1:])
 	defer cancelPrimary(nil)
 	timer := e.clock.NewTimer(delay)
 	defer timer.Stop()
@@ -160,7 +166,7 @@ func hedgedAsk[T any](e *Engine, ctx context.Context, tiers []tier, i int, delay
 		return b, false
 	}
 	tiers[i].hedges.Inc()
-	hedge, cancelHedge := start(&tiers[i+1], tiers[i+2:])
+	hedge, cancelHedge := start(context.WithValue(ctx, hedgeKey{}, true), &tiers[i+1], tiers[i+2:])
 	defer cancelHedge(nil)
 	var got [2]*branch[T]
 	var win *branch[T]

@@ -73,7 +73,7 @@ func (t CanaryThresholds) Canary() canary.Thresholds {
 		return float64(s)
 	}
 	return canary.Thresholds{
-		ViolationRate: threshold(t.ViolationRate), ReaskRate: threshold(t.ReaskRate),
+		ViolationRate: threshold(t.ViolationRate), FailureRate: threshold(t.FailureRate), ReaskRate: threshold(t.ReaskRate),
 		P95: threshold(t.P95), Cost: threshold(t.Cost),
 	}
 }

@@ -545,9 +545,13 @@ type Canary struct {
 // CanaryThresholds: the candidate is rolled back when it is worse than the incumbent by more
 // than any of them.
 type CanaryThresholds struct {
-	// ViolationRate is the share of answers breaking the contract, and of calls failing, in
-	// points above the incumbent's. Absent means 2%.
+	// ViolationRate is the share of first answers breaking the contract, in points above
+	// the incumbent's. Absent means 2%.
 	ViolationRate Share `yaml:"violation_rate"`
+	// FailureRate is the share of calls the candidate gave no valid answer to (a timeout, an
+	// error, a violation its re-ask did not mend), in points above the incumbent's. Absent
+	// means 5%.
+	FailureRate Share `yaml:"failure_rate"`
 	// ReaskRate is the share of calls that needed a re-ask, in points above the
 	// incumbent's. Absent means 5%.
 	ReaskRate Share `yaml:"reask_rate"`

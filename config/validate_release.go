@@ -33,8 +33,11 @@ func (v *validator) cache(path string, c *Cache, crit afloat.Criticality) {
 	default:
 		v.errorf(path+".serve", "unknown %q (want on_error or always_fresh)", c.Serve)
 	}
-	if crit == afloat.Critical && !c.AllowCritical {
+	switch {
+	case crit == afloat.Critical && !c.AllowCritical:
 		v.errorf(path, "a critical task fails closed: a cached verdict was judged on an earlier call, and the same words may mean something else today (a new slur, a scam that reuses a template); set allow_critical: true to serve it anyway when no model can judge")
+	case crit == afloat.Critical && c.Serve == "always_fresh":
+		v.errorf(path+".serve", "a critical task serves a cached verdict only when no model can judge the call, never instead of asking one: use on_error")
 	}
 }
 
@@ -83,13 +86,14 @@ func (v *validator) canary(t *Task) {
 		key string
 		v   *Share
 		def Share
-	}{{"violation_rate", &th.ViolationRate, 0.02}, {"reask_rate", &th.ReaskRate, 0.05}, {"p95", &th.P95, 0.25}, {"cost", &th.Cost, 0.25}} {
+	}{{"violation_rate", &th.ViolationRate, 0.02}, {"failure_rate", &th.FailureRate, 0.05}, {"reask_rate", &th.ReaskRate, 0.05},
+		{"p95", &th.P95, 0.25}, {"cost", &th.Cost, 0.25}} {
 		if !v.written(tp + "." + s.key) {
 			*s.v = s.def
 		}
 	}
-	if th.ViolationRate > 1 || th.ReaskRate > 1 {
-		v.errorf(tp, "violation_rate and reask_rate are points of a share: at most 100%%")
+	if th.ViolationRate > 1 || th.FailureRate > 1 || th.ReaskRate > 1 {
+		v.errorf(tp, "violation_rate, failure_rate and reask_rate are points of a share: at most 100%%")
 	}
 }
 
