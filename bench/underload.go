@@ -249,7 +249,7 @@ func mixedTaskCall(c *http.Client, base string) Call {
 		case err != nil:
 			o.Err = err
 		case resp.StatusCode != http.StatusOK:
-			o.Err = fmt.Errorf("status %d", resp.StatusCode)
+			o.Err = fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
 		case json.Unmarshal(b, &env) != nil:
 			o.Err = fmt.Errorf("%w: %s", errBody, b)
 		}
@@ -313,6 +313,9 @@ func overload(ctx context.Context, p plan, r *report) error {
 				crit = append(crit, o.Latency)
 				switch {
 				case o.Err != nil:
+					if f.critFailed < 3 {
+						r.logf("overload: %s: a critical call failed: %v", v.name, o.Err)
+					}
 					f.critFailed++
 				case o.Reason == "shed":
 					f.critShed++

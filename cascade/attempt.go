@@ -131,10 +131,12 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 	est := s.tr.estimator(s.emit != nil)
 	read := est.ReadTimeout()
 	s.tr.readTimeout.Set(read.Seconds())
-	if permit.Probe() {
+	if permit.Probe() || e.saturated(read) {
 		// A probe may wait up to the longest read timeout: a provider that has become slower
 		// but still answers confirms its new latency instead of being cut at the old one
-		// forever. It still keeps the reserve of the tiers below.
+		// forever. So may an attempt made while afloat itself is saturated: the wait may be
+		// afloat's own queueing, and a critical call cut for it would fail closed for no fault
+		// of the provider's. Both still keep the reserve of the tiers below.
 		read = est.Config().Max
 	}
 	streamed := s.emit != nil
@@ -297,6 +299,15 @@ func (a *attempt) release(cancel context.CancelFunc) {
 	a.e.setConcurrency(a.s.tr.up)
 }
 
+// saturated reports whether afloat itself is saturated for a provider of read timeout d: the
+// shedder sheds (enrichment at least), or goroutines wait to run for a tenth of d or more
+// (the scheduler's p99, shedding or not), when an attempt's answer may wait as long in
+// afloat's own queues as at the provider. A cut then is not the provider's, and a latency
+// says nothing of it.
+func (e *Engine) saturated(d time.Duration) bool {
+	return e.shed.Level() != shed.Normal || e.shed.Pressure() >= d/10
+}
+
 // setConcurrency exports the provider's concurrency limit and queue now.
 func (e *Engine) setConcurrency(u *upstream) {
 	u.limitGauge.Set(float64(u.lim.Limit()))
@@ -335,7 +346,7 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		// The client left: nothing to say about the provider.
 		a.permit.Cancel(ctx)
 		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "caller cancelled"
-	case cut && e.shed.Level() != shed.Normal:
+	case cut && e.saturated(a.est.ReadTimeout()):
 		// afloat itself was saturated (its goroutines waited to run): the wait may be its own
 		// queueing, not the provider's, and afloat's overload must never look like a
 		// provider's outage. It moves neither the breaker nor the estimate.
@@ -358,7 +369,7 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		failed = true
 	}
 	a.load = loadOf(rec.Outcome, err)
-	if a.load == limit.Success && e.shed.Level() != shed.Normal {
+	if a.load == limit.Success && e.saturated(a.est.ReadTimeout()) {
 		a.load = limit.Ignore // a latency afloat's own saturation inflated says nothing of the provider
 	}
 	var cost float64

@@ -91,3 +91,68 @@ func TestSaturationBlamesNoProvider(t *testing.T) {
 		}
 	})
 }
+
+// TestSaturationLengthensAnAttemptsPatience: while afloat itself is saturated, an attempt may
+// wait up to the longest read timeout, within its budget: a provider that answers in 3s, past
+// its 2s read timeout, still answers a critical call; unsaturated, the attempt is cut at 2s
+// and the backup answers.
+func TestSaturationLengthensAnAttemptsPatience(t *testing.T) {
+	for _, saturated := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			pressure := time.Duration(0)
+			if saturated {
+				pressure = 15 * time.Millisecond // enrichment shed, critical served
+			}
+			fx := newFixture(t, func(c *Config) {
+				realClock(c)
+				c.Shed = shed.New(10*time.Millisecond, func() time.Duration { return pressure })
+			}, after(3*time.Second, answer(validAnswer)), answer(validAnswer))
+			critical := fx.task(t, func(c *TaskConfig) { c.Name, c.Criticality, c.Budget = "moderation", afloat.Critical, 8*time.Second })
+			res, err := critical.RunJSON(context.Background(), ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case saturated && (res.Provider != "p0" || res.Degraded):
+				t.Fatalf("saturated: answered by %s, degraded %v, attempts %+v; want p0 waited for", res.Provider, res.Degraded, res.Attempts)
+			case !saturated && (res.Provider != "p1" || res.Attempts[0].Outcome != afloat.OutcomeTimeout):
+				t.Fatalf("not saturated: answered by %s, attempts %+v; want p0 cut at its read timeout, p1's answer", res.Provider, res.Attempts)
+			}
+		})
+	}
+}
+
+// TestSaturationWithSheddingOff: with shedding off, afloat's own saturation is still never
+// blamed on a provider: goroutines waiting to run for a tenth of an attempt's timeout or more
+// make a cut afloat's, not the provider's.
+func TestSaturationWithSheddingOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pressure := 500 * time.Millisecond // a quarter of the 2s read timeout
+		fx := newFixture(t, func(c *Config) {
+			realClock(c)
+			c.Shed = shed.New(0, func() time.Duration { return pressure }) // shedding off
+		}, after(time.Minute, answer(validAnswer)), answer(validAnswer))
+		task := fx.task(t, func(c *TaskConfig) { c.Budget = 15 * time.Second })
+		for range 10 {
+			res, err := task.RunJSON(context.Background(), ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Reason == afloat.ReasonShed || res.Attempts[0].Outcome != afloat.OutcomeDeadline {
+				t.Fatalf("reason %s, attempts %+v; want nothing shed and p0 cut while afloat was saturated", res.Reason, res.Attempts)
+			}
+		}
+		if got := opened(fx, "p0"); got != 0 {
+			t.Errorf("p0's breaker opened %v times while afloat was saturated, shedding off; want 0", got)
+		}
+		pressure = time.Millisecond // the process is fine: the next cuts are the provider's
+		for range 5 {
+			if _, err := task.RunJSON(context.Background(), ticket); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := opened(fx, "p0"); got != 1 {
+			t.Errorf("p0's breaker opened %v times after five timeouts of its own; want 1", got)
+		}
+	})
+}

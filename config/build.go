@@ -743,15 +743,15 @@ func inputSchema(fs Fields) ([]byte, error) {
 }
 
 // shedder is the engine's shedder for server.shed_latency, its sampler started and kept in
-// the runtime; nil when shedding is off, and on a reload
-// (server.* takes a restart: the engine takes its previous one's).
+// the runtime; nil on a reload (server.* takes a restart: the engine takes its previous
+// one's). With shedding off (threshold 0) it sheds nothing, and the engine still reads its
+// pressure, so that afloat's own saturation is never blamed on a provider.
 func (b *builder) shedder() *shed.Shedder {
-	threshold := b.f.Server.ShedThreshold()
-	if threshold <= 0 || b.prev != nil {
+	if b.prev != nil {
 		return nil
 	}
 	b.rt.sampler = shed.NewSampler(context.Background(), 0)
-	return shed.New(threshold, b.rt.sampler.Latency)
+	return shed.New(b.f.Server.ShedThreshold(), b.rt.sampler.Latency)
 }
 
 // route builds one route and reports whether it was built.

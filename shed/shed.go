@@ -42,7 +42,8 @@ type Shedder struct {
 }
 
 // New returns a Shedder that reads the scheduling latency from pressure (a Sampler's
-// Latency, or a test's) and sheds above threshold. A threshold ≤ 0 turns shedding off.
+// Latency, or a test's) and sheds above threshold. A threshold ≤ 0 turns shedding off;
+// Pressure still reads the latency.
 func New(threshold time.Duration, pressure func() time.Duration) *Shedder {
 	return &Shedder{threshold: threshold, pressure: pressure}
 }
@@ -59,6 +60,16 @@ func (s *Shedder) Level() Level {
 		return Saturated
 	}
 	return Normal
+}
+
+// Pressure is the scheduling latency now (the 99th percentile of the time goroutines waited
+// to run), whether or not shedding is on; 0 without a pressure source. The engine reads it to
+// tell its own queueing from a provider's slowness, shedding or not.
+func (s *Shedder) Pressure() time.Duration {
+	if s == nil || s.pressure == nil {
+		return 0
+	}
+	return s.pressure()
 }
 
 // Shed reports whether a call of criticality c is shed now.
