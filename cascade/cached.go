@@ -257,6 +257,33 @@ func (c *taskCache) serves(version string) bool {
 	return c.canary == nil || version != c.canary.cand.version || !c.canary.run.c.RolledBack()
 }
 
+// CacheStatus is a task's or route's answer cache as /admin/status shows it.
+type CacheStatus struct {
+	TTL time.Duration
+	// Serve is on_error or always_fresh.
+	Serve string
+	// Entries is what the cache holds in process now (a cache shared by tasks counts all).
+	Entries int
+}
+
+// status is the cache's status; ok is false without a cache.
+func (c *taskCache) status() (CacheStatus, bool) {
+	if c == nil {
+		return CacheStatus{}, false
+	}
+	serve := "on_error"
+	if c.Fresh {
+		serve = "always_fresh"
+	}
+	return CacheStatus{TTL: c.TTL, Serve: serve, Entries: c.Store.Len()}, true
+}
+
+// Cache returns the task's answer cache's status; ok is false without one.
+func (t *Task) Cache() (CacheStatus, bool) { return t.cache.status() }
+
+// Cache returns the route's answer cache's status; ok is false without one.
+func (r *Route) Cache() (CacheStatus, bool) { return r.cache.status() }
+
 // fromCache is the envelope of a cached answer.
 func (t *Task) fromCache(en cache.Entry, log *callLog, start time.Time, degraded bool) afloat.Result[json.RawMessage] {
 	res := afloat.Result[json.RawMessage]{

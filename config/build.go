@@ -623,7 +623,12 @@ func (b *builder) task(t *Task) bool {
 	}
 	task, err := b.rt.Engine.Task(cfg)
 	if err != nil {
-		b.errorf("tasks."+t.Name, "%s", strings.TrimPrefix(err.Error(), fmt.Sprintf("cascade: task %q: ", t.Name)))
+		msg := strings.TrimPrefix(err.Error(), fmt.Sprintf("cascade: task %q: ", t.Name))
+		path := "tasks." + t.Name
+		if rest, ok := strings.CutPrefix(msg, "canary: "); ok {
+			path, msg = path+".canary", rest // on the canary's line
+		}
+		b.errorf(path, "%s", msg)
 		return false
 	}
 	b.rt.Tasks[t.Name] = task

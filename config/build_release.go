@@ -52,8 +52,8 @@ func (b *builder) releases(t *Task, cfg *cascade.TaskConfig) bool {
 
 // answerCache is the cascade's cache of the task or route at path, nil for none.
 func (b *builder) answerCache(path string, c *Cache) *cascade.Cache {
-	if c == nil {
-		return nil
+	if c == nil || c.MaxEntries < 1 || c.TTL <= 0 {
+		return nil // none, or one validation refused
 	}
 	store := b.cacheStore(path, c.MaxEntries)
 	if store == nil {

@@ -64,7 +64,7 @@ func (v *validator) canary(t *Task) {
 	if !v.written(path + ".share") {
 		v.errorf(path+".share", "required: the candidate's share of the tier's calls at the start (10%%, say)")
 	} else if c.Share <= 0 || c.Share > 1 {
-		v.errorf(path+".share", "%v is outside (0%%, 100%%]", c.Share)
+		v.errorf(path+".share", "%v is outside (0%%, 100%%]: write a percentage such as 10%% or a fraction such as 0.1", c.Share)
 	}
 	switch c.By {
 	case "":

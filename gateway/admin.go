@@ -13,6 +13,7 @@ import (
 
 	"github.com/afloat-dev/afloat/alerts"
 	"github.com/afloat-dev/afloat/breaker"
+	"github.com/afloat-dev/afloat/cascade"
 	"github.com/afloat-dev/afloat/flags"
 	"github.com/afloat-dev/afloat/latency"
 	"github.com/afloat-dev/afloat/provider/fault"
@@ -93,6 +94,8 @@ type taskStatus struct {
 	DrillStale bool         `json:"drill_stale"`
 	// Canary is the task's canary release (admin_canary.go), null without one.
 	Canary *canaryView `json:"canary"`
+	// Cache is the task's answer cache, null without one.
+	Cache *cacheView `json:"cache"`
 }
 
 type routeStatus struct {
@@ -101,6 +104,23 @@ type routeStatus struct {
 	Cost          costStatus   `json:"cost"`
 	LastDrill     *state.Drill `json:"last_drill"`
 	DrillStale    bool         `json:"drill_stale"`
+	Cache         *cacheView   `json:"cache"`
+}
+
+// cacheView is an answer cache in /admin/status: {"ttl": "24h0m0s", "serve": "on_error",
+// "entries": 1234}.
+type cacheView struct {
+	TTL     string `json:"ttl"`
+	Serve   string `json:"serve"`
+	Entries int    `json:"entries"`
+}
+
+// cacheOf is the view of a cache's status; nil without one.
+func cacheOf(st cascade.CacheStatus, ok bool) *cacheView {
+	if !ok {
+		return nil
+	}
+	return &cacheView{TTL: st.TTL.String(), Serve: st.Serve, Entries: st.Entries}
 }
 
 // drillOf returns a scope's last drill and whether its drills are stale: drilled, and no
@@ -212,12 +232,12 @@ func (g *Gateway) statusOf(ctx context.Context) statusDoc {
 		drills = g.cfg.State.Drills()
 	}
 	for name, t := range tab.tasks {
-		ts := taskStatus{Inputs: t.Inputs(), Criticality: t.Criticality().String(), Policy: string(t.Policy()), FallbackShare: t.FallbackShare(), Cost: costOf(t.Spend()), Canary: canaryOf(t)}
+		ts := taskStatus{Inputs: t.Inputs(), Criticality: t.Criticality().String(), Policy: string(t.Policy()), FallbackShare: t.FallbackShare(), Cost: costOf(t.Spend()), Canary: canaryOf(t), Cache: cacheOf(t.Cache())}
 		ts.LastDrill, ts.DrillStale = g.drillOf(drills["task:"+name])
 		doc.Tasks[name] = ts
 	}
 	for name, rt := range tab.routes {
-		rs := routeStatus{Criticality: rt.Criticality().String(), FallbackShare: rt.FallbackShare(), Cost: costOf(rt.Spend())}
+		rs := routeStatus{Criticality: rt.Criticality().String(), FallbackShare: rt.FallbackShare(), Cost: costOf(rt.Spend()), Cache: cacheOf(rt.Cache())}
 		rs.LastDrill, rs.DrillStale = g.drillOf(drills["route:"+name])
 		doc.Routes[name] = rs
 	}

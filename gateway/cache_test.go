@@ -50,6 +50,9 @@ func TestChatAnsweredFromTheCache(t *testing.T) {
 	if status != 200 || hdr.Get("X-Afloat-Source") != "cache" || hdr.Get("X-Afloat-Degraded") != "true" || hdr.Get("X-Afloat-Provider") != "primary" {
 		t.Fatalf("during the outage: %d %v %s", status, hdr, b)
 	}
+	if at, err := time.Parse(time.RFC3339, hdr.Get("X-Afloat-Cached-At")); err != nil || time.Since(at) > time.Minute {
+		t.Fatalf("X-Afloat-Cached-At %q: %v", hdr.Get("X-Afloat-Cached-At"), err)
+	}
 	var c struct {
 		Choices []struct{ Message struct{ Content string } }
 		Afloat  struct {
@@ -66,8 +69,31 @@ func TestChatAnsweredFromTheCache(t *testing.T) {
 	}
 
 	status, hdr, b = e.do("POST", "/v1/chat/completions", clientKey, stream)
-	if status != 200 || hdr.Get("X-Afloat-Source") != "cache" || !strings.Contains(string(b), "Ваш заказ в пути.") || !strings.Contains(string(b), "[DONE]") {
+	if status != 200 || hdr.Get("X-Afloat-Source") != "cache" || hdr.Get("X-Afloat-Cached-At") == "" || !strings.Contains(string(b), "Ваш заказ в пути.") || !strings.Contains(string(b), "[DONE]") {
 		t.Fatalf("a stream during the outage: %d %v %s", status, hdr, b)
+	}
+
+	status, _, b = e.do("GET", "/admin/status", adminToken, "")
+	var st struct {
+		Routes map[string]struct {
+			Cache *struct {
+				TTL     string `json:"ttl"`
+				Serve   string `json:"serve"`
+				Entries int    `json:"entries"`
+			} `json:"cache"`
+		} `json:"routes"`
+		Tasks map[string]struct {
+			Cache *struct{} `json:"cache"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil || status != 200 {
+		t.Fatalf("status %d %s: %v", status, b, err)
+	}
+	if c := st.Routes["cached"].Cache; c == nil || c.TTL != "1h0m0s" || c.Serve != "on_error" || c.Entries != 1 {
+		t.Fatalf("the cached route's cache in /admin/status: %+v", c)
+	}
+	if st.Routes["support-agent"].Cache != nil || st.Tasks["triage"].Cache != nil {
+		t.Fatal("a route or task without a cache shows one")
 	}
 
 	if status, _, b := e.do("POST", "/v1/chat/completions", otherKey, body); status != 503 {

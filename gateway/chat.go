@@ -314,6 +314,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setAfloatHeaders(w.Header(), rep.Source, rep.Provider, rep.Degraded)
+	setCachedAt(w.Header(), rep)
 	setCost(w.Header(), rep.Response.Usage)
 	writeJSON(w, http.StatusOK, chatCompletion(name, rep, g.clock.Now()))
 }
@@ -410,6 +411,14 @@ func setAfloatHeaders(h http.Header, source afloat.Source, provider string, degr
 		h.Set("X-Afloat-Provider", provider)
 	}
 	h["X-Afloat-Degraded"] = headerValue(strconv.FormatBool(degraded))
+}
+
+// setCachedAt sets X-Afloat-Cached-At, when the model gave the cached answer a reply carries
+// (RFC 3339): a streamed answer has no afloat extension to say it in.
+func setCachedAt(h http.Header, rep *cascade.Reply) {
+	if !rep.CachedAt.IsZero() {
+		h.Set("X-Afloat-Cached-At", rep.CachedAt.UTC().Format(time.RFC3339))
+	}
 }
 
 // headerValues are the values of afloat's headers that come from a small fixed set, each

@@ -321,6 +321,7 @@ func (g *Gateway) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setAfloatHeaders(w.Header(), rep.Source, rep.Provider, rep.Degraded)
+	setCachedAt(w.Header(), rep)
 	setCost(w.Header(), rep.Response.Usage)
 	writeJSON(w, http.StatusOK, messageOf(name, rep, stop))
 }

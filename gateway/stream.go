@@ -137,6 +137,7 @@ func (g *Gateway) streamRoute(r *http.Request, route *cascade.Route, req *afloat
 		if rep.Source == afloat.SourceCache {
 			// The route answered from its cache: the answer streams whole, as a cached one.
 			source, degraded = rep.Source, rep.Degraded
+			setCachedAt(s.w.Header(), rep)
 			resp := rep.Response
 			whole = afloat.Chunk{Delta: resp.Content, ToolCalls: resp.ToolCalls, FinishReason: resp.FinishReason, Model: resp.Model}
 		}

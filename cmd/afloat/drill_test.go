@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // drillGateway is a gateway over a healthy primary and backup mock whose breakers probe
@@ -191,5 +192,26 @@ func TestDrillFlags(t *testing.T) {
 				t.Errorf("fault %v, want %v", o.fault, tc.want)
 			}
 		})
+	}
+}
+
+// TestDrillCountsCachedAnswersAsDegraded: an answer from the task's answer cache during the
+// fault is marked degraded and keeps the main path (it names the provider that gave it
+// earlier, the drilled one included).
+func TestDrillCountsCachedAnswersAsDegraded(t *testing.T) {
+	var r drillReport
+	calls := []drillCall{
+		{Phase: "healthy", At: 0, Status: 200, Source: "model", Provider: "primary", Latency: 5 * time.Millisecond},
+		{Phase: "fault", At: time.Second, Status: 200, Source: "cache", Degraded: true, Provider: "primary", Reason: "circuit_open"},
+		{Phase: "fault", At: 2 * time.Second, Status: 200, Source: "heuristic", Degraded: true, Reason: "circuit_open"},
+	}
+	r.check(drillOptions{task: "triage", provider: "primary"}, "enrichment", calls, -1, -1, -1, drillMetrics{}, drillMetrics{}, nil)
+	for _, n := range []string{"main_path", "degraded_marked"} {
+		if c := checkOf(r, n); !c.Passed {
+			t.Errorf("%s with a cached answer during the fault: %s", n, c.Figure)
+		}
+	}
+	if r.Figures.Sources["cache"] != 1 {
+		t.Errorf("sources %v, want the cached answer counted", r.Figures.Sources)
 	}
 }

@@ -251,7 +251,7 @@ func (s *promptSuite) report(stdout, stderr io.Writer, strict bool) error {
 	}
 	fmt.Fprintf(stdout, "\n%d passed, %d failed; %d prompt(s) without fixtures", s.passed, s.failed, s.bare)
 	if len(s.canaries) > 0 {
-		fmt.Fprintf(stdout, "; canary candidates: %d would be rolled back, %d hold", s.rolledBack, s.held)
+		fmt.Fprintf(stdout, "; canary candidates: %d would be rolled back, %d would hold", s.rolledBack, s.held)
 	}
 	fmt.Fprintln(stdout)
 	if s.failed > 0 || s.rolledBack > 0 || (strict && s.bare > 0) {

@@ -35,7 +35,7 @@ func TestPromptsTestCanary(t *testing.T) {
 			incumbent: "incumbent a v1 4 4 0.0% 1",
 			candidate: "candidate a v2 10 7 30.0% 5",
 			verdict:   "candidate would be rolled back: violation rate 30.0% vs 0.0% (+30.0 points > 2.0)",
-			summary:   "4 passed, 0 failed; 0 prompt(s) without fixtures; canary candidates: 1 would be rolled back, 0 hold",
+			summary:   "4 passed, 0 failed; 0 prompt(s) without fixtures; canary candidates: 1 would be rolled back, 0 would hold",
 			fails:     true,
 			stderr: []string{
 				"FAIL moderation/a/v2/08-why-spam (canary candidate): rejected at schema",
@@ -49,7 +49,7 @@ func TestPromptsTestCanary(t *testing.T) {
 			incumbent: "incumbent a v1 4 4 0.0% 1",
 			candidate: "candidate a v2 10 7 30.0% 5",
 			verdict:   "candidate holds: violation rate 30.0% vs 0.0% (+30.0 points <= 30.0)",
-			summary:   "canary candidates: 0 would be rolled back, 1 hold",
+			summary:   "canary candidates: 0 would be rolled back, 1 would hold",
 			stderr:    []string{"FAIL moderation/a/v2/08-why-spam (canary candidate)"},
 		},
 		{
@@ -57,7 +57,7 @@ func TestPromptsTestCanary(t *testing.T) {
 			incumbent: "incumbent a v1 4 4 0.0% 1",
 			candidate: "candidate a v3 5 5 0.0% 2",
 			verdict:   "candidate holds: violation rate 0.0% vs 0.0% (+0.0 points <= 2.0)",
-			summary:   "4 passed, 0 failed; 0 prompt(s) without fixtures; canary candidates: 0 would be rolled back, 1 hold",
+			summary:   "4 passed, 0 failed; 0 prompt(s) without fixtures; canary candidates: 0 would be rolled back, 1 would hold",
 		},
 	} {
 		t.Run(tc.config, func(t *testing.T) {
@@ -113,7 +113,7 @@ func TestPromptsTestCanaryUnrecorded(t *testing.T) {
 		"no verdict for the candidate: no fixtures beside prompts/mod/a.v4.tmpl: record some\n",
 		"canary of moderation-b, tier 0:",
 		"no verdict: the candidate has no fixtures of its own: those beside prompts/mod/a.v1.tmpl are a's outputs; record b's beside a template of its own (canary.prompt)\n",
-		"8 passed, 0 failed; 2 prompt(s) without fixtures; canary candidates: 0 would be rolled back, 0 hold",
+		"8 passed, 0 failed; 2 prompt(s) without fixtures; canary candidates: 0 would be rolled back, 0 would hold",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
