@@ -175,6 +175,6 @@ func BenchmarkCacheAdds(b *testing.B) {
 		if kc.c == nil {
 			b.Fatal("no key")
 		}
-		kc.keep(ctx, tr, tr.version, val, time.Time{})
+		kc.keep(ctx, tr, tr.version, val)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/afloat-dev/afloat"
@@ -56,6 +57,7 @@ type taskCache struct {
 	// versions are the prompt versions whose answers may be served: the tiers' and a
 	// canary's candidate. An answer of a version retired from the config is not.
 	versions []string
+	clock    clockwork.Clock // the engine's: when an answer was given
 	// canary is the task's, whose candidate's answers are not served once it is rolled
 	// back; nil for none.
 	canary  *taskCanary
@@ -71,7 +73,7 @@ func (e *Engine) taskCache(name string, c *Cache, versions []string, tc *taskCan
 	}
 	m := e.metrics.Cache
 	return &taskCache{
-		Cache: *c, versions: versions, canary: tc,
+		Cache: *c, versions: versions, canary: tc, clock: e.clock,
 		hits: m.WithLabelValues(name, "hit"), misses: m.WithLabelValues(name, "miss"),
 		retired: m.WithLabelValues(name, "retired"), stored: m.WithLabelValues(name, "stored"),
 	}
@@ -230,7 +232,7 @@ func (k *cached) stale(ctx context.Context) (cache.Entry, bool) {
 // keep stores tier tr's valid answer, val, under version: unless the cache holds a higher
 // tier's answer to the same input that is still served, which it keeps (the backup's
 // answer, given during the primary's outage, does not replace the primary's).
-func (k *cached) keep(ctx context.Context, tr *tier, version string, val []byte, at time.Time) {
+func (k *cached) keep(ctx context.Context, tr *tier, version string, val []byte) {
 	if k.c == nil {
 		return
 	}
@@ -244,7 +246,7 @@ func (k *cached) keep(ctx context.Context, tr *tier, version string, val []byte,
 			return
 		}
 	}
-	k.c.Store.Put(ctx, k.key, cache.Entry{Value: val, PromptVersion: version, Provider: tr.up.name, Tier: tr.idx, At: at}, k.c.TTL)
+	k.c.Store.Put(ctx, k.key, cache.Entry{Value: val, PromptVersion: version, Provider: tr.up.name, Tier: tr.idx, At: k.c.clock.Now()}, k.c.TTL)
 	k.c.stored.Inc()
 }
 

@@ -107,5 +107,5 @@ func (r *Route) keep(ctx context.Context, kc *cached, tr *tier, resp *afloat.Res
 	if err != nil {
 		return
 	}
-	kc.keep(ctx, tr, kc.c.versions[tr.idx], b, r.e.clock.Now())
+	kc.keep(ctx, tr, kc.c.versions[tr.idx], b)
 }

@@ -60,20 +60,20 @@ func (t *Task) runJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 	if en, ok := kc.fresh(ctx); ok {
 		return t.fromCache(en, &log, start, false), nil
 	}
-	_, ans, err := eachTier(t.e, ctx, t.tiers, false, t.hedge, &log, t.askTier(in))
+	tr, ans, err := eachTier(t.e, ctx, t.tiers, false, t.hedge, &log, t.askTier(in))
 	switch {
 	case refused(err):
 		return t.exhausted(ctx, in, &log, start) // the policy answers what the provider refused
 	case err != nil:
 		return res, err
-	case ans.tr == nil:
+	case tr == nil:
 		if en, ok := kc.stale(ctx); ok {
 			return t.fromCache(en, &log, start, true), nil
 		}
 		return t.exhausted(ctx, in, &log, start)
 	}
-	tr := ans.tr
-	kc.keep(ctx, tr, tr.version, ans.val, t.e.clock.Now())
+	tr = ans.tr // a canary's candidate stands in for the tier eachTier asked
+	kc.keep(ctx, tr, tr.version, ans.val)
 	res.Value, res.Source, res.Degraded = ans.val, afloat.SourceModel, tr.idx > 0
 	res.Provider, res.Tier, res.PromptVersion = tr.up.name, tr.idx, tr.version
 	return t.finish(res, &log, start), nil
@@ -90,15 +90,18 @@ type tierAnswer struct {
 // candidate's for the calls in the candidate's share, with the ask's figures recorded for
 // the canary.
 func (t *Task) askTier(in afloat.Input) askFunc[tierAnswer] {
+	if t.canary == nil {
+		return func(ctx context.Context, tr *tier, below []tier, log *callLog) (tierAnswer, bool, error) {
+			val, ok, err := t.ask(ctx, tr, in, below, log)
+			return tierAnswer{val, tr}, ok, err
+		}
+	}
 	return func(ctx context.Context, tr *tier, below []tier, log *callLog) (tierAnswer, bool, error) {
 		tr = t.canary.pick(ctx, tr)
 		first, spent, began := len(log.attempts), log.usage.Cost, t.e.clock.Now()
 		val, ok, err := t.ask(ctx, tr, in, below, log)
 		t.canary.observe(ctx, tr, log, first, log.usage.Cost-spent, t.e.clock.Since(began), ok)
-		if !ok {
-			return tierAnswer{}, false, err
-		}
-		return tierAnswer{val, tr}, true, err
+		return tierAnswer{val, tr}, ok, err
 	}
 }
 

@@ -152,3 +152,25 @@ func TestCheckExplainsCriticalCache(t *testing.T) {
 		t.Fatalf("error %v; want tasks.triage.cache explained, with its line", err)
 	}
 }
+
+// A canary the engine refuses (its candidate is the incumbent, or reads a field the calls
+// need not carry) is reported on the canary's key.
+func TestCanaryRefusedOnItsKey(t *testing.T) {
+	for _, c := range []struct{ canary, prompt, msg string }{
+		{"canary: {prompt: prompts/primary.v1.tmpl, share: 10%}", triagePrompt, "is the tier's incumbent"},
+		{"canary: {prompt: prompts/primary.v2.tmpl, share: 10%}", "--- user\n{{.subject}} {{.customer}}\n", `reads "customer"`},
+	} {
+		dir := writeTree(t, map[string]string{
+			"afloat.yaml": strings.Replace(releases, "canary: {prompt: prompts/primary.v2.tmpl, share: 10%}", c.canary, 1), "triage.json": triageSchema,
+			"prompts/primary.v1.tmpl": triagePrompt, "prompts/primary.v2.tmpl": c.prompt, "prompts/backup.v1.tmpl": triagePrompt,
+		})
+		f, err := Load(filepath.Join(dir, "afloat.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.Build(BuildOptions{})
+		if err == nil || findError(asErrors(t, err), "tasks.triage.canary", c.msg) == nil {
+			t.Errorf("%s: %v; want tasks.triage.canary: …%s…", c.canary, err, c.msg)
+		}
+	}
+}
