@@ -64,6 +64,7 @@ type Status struct {
 // mutex, which is never held while the OnDecision callback runs.
 type Canary struct {
 	points   atomic.Int64 // the candidate's share in buckets: Pick sends it the keys below
+	decided  atomic.Bool  // promoted or rolled back: Decided reads it without the lock
 	seed     uint64       // the hash state after the salt
 	clock    clockwork.Clock
 	window   time.Duration
@@ -189,6 +190,7 @@ func (c *Canary) decideIfDueLocked() *Decision {
 // be held.
 func (c *Canary) settleLocked(to State, at time.Time, by string, reasons []string, inc, cand Figures) *Decision {
 	c.state, c.pinnedBy = to, ""
+	c.decided.Store(true)
 	if to == Promoted {
 		c.share = 1
 		c.points.Store(buckets)
@@ -199,6 +201,31 @@ func (c *Canary) settleLocked(to State, at time.Time, by string, reasons []strin
 	c.decision = &Decision{State: to, At: at, By: by, Reasons: reasons, Incumbent: inc, Candidate: cand}
 	return c.decision
 }
+
+// Restore puts in force a decision taken before: by this process before it restarted, or by
+// another replica of a fleet. The canary takes d's state (and so its share), at d's time,
+// by d's decider, with d's reasons, as if it had decided so itself, but calls no OnDecision:
+// the decision was announced where it was taken. It returns ErrDecided when the canary is
+// decided already, and an error for a d that is no decision.
+func (c *Canary) Restore(d Decision) error {
+	if !d.State.decided() {
+		return fmt.Errorf("canary: %q is no decision to restore", d.State)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state.decided() {
+		return ErrDecided
+	}
+	inc, cand := d.Incumbent, d.Candidate
+	if inc == (Figures{}) && cand == (Figures{}) {
+		inc, cand = c.arms[Incumbent].figures(), c.arms[Candidate].figures()
+	}
+	c.settleLocked(d.State, d.At, d.By, slices.Clone(d.Reasons), inc, cand)
+	return nil
+}
+
+// Decided reports whether the canary was promoted or rolled back. It takes no lock.
+func (c *Canary) Decided() bool { return c.decided.Load() }
 
 // Status returns the canary's state and figures now. It decides nothing: call Check first
 // for a view in which a due canary is decided.

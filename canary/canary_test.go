@@ -420,3 +420,30 @@ func TestJudge(t *testing.T) {
 		t.Fatal("any worsening under a tiny threshold holds")
 	}
 }
+
+// Restore puts a decision taken elsewhere in force, without announcing it again.
+func TestRestore(t *testing.T) {
+	c, _ := newTest(t, Config{Share: 0.3})
+	calls := 0
+	c.OnDecision(func(Decision) { calls++ })
+	if c.Decided() {
+		t.Fatal("a new canary is decided")
+	}
+	if err := c.Restore(Decision{State: Running}); err == nil {
+		t.Fatal("restored a state that is no decision")
+	}
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	if err := c.Restore(Decision{State: RolledBack, At: at, By: "auto", Reasons: []string{"violation rate 30.0% vs 1.0% (+29.0 points > 2.0)"}}); err != nil {
+		t.Fatal(err)
+	}
+	s := c.Status()
+	if !c.Decided() || s.State != RolledBack || s.Share != 0 || s.Decision == nil || !s.Decision.At.Equal(at) || s.Decision.By != "auto" || len(s.Decision.Reasons) != 1 {
+		t.Fatalf("restored: %+v", s)
+	}
+	if c.Pick("any") != Incumbent || calls != 0 {
+		t.Fatalf("after the restore: pick %v, OnDecision called %d times", c.Pick("any"), calls)
+	}
+	if err := c.Restore(Decision{State: Promoted}); err != ErrDecided {
+		t.Fatalf("a second restore: %v", err)
+	}
+}

@@ -2,6 +2,8 @@ package cascade
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -40,13 +42,43 @@ type Canary struct {
 	Config canary.Config
 }
 
+// CanaryDecisions keep canaries' decisions beyond the process: config adapts the state
+// backend (state.State) to it, so that a restart and every replica of a fleet see a canary
+// promoted or rolled back. A canary is identified by its task and a fingerprint of its
+// settings: a canary of other settings is another one. Implementations are safe for
+// concurrent use.
+type CanaryDecisions interface {
+	// Decision returns the decision kept for the task's canary of fingerprint; ok is false
+	// when there is none. It is read on the calls of an undecided canary: it must answer
+	// from memory.
+	Decision(task, fingerprint string) (d canary.Decision, ok bool)
+	// Save keeps a decision taken here. It is called on the call that decided: it must not
+	// wait on a remote store (it saves in the background, and reports its own failures).
+	Save(task, fingerprint string, d canary.Decision)
+}
+
 // taskCanary is a task's canary in use: the decision engine and the candidate's tier.
 type taskCanary struct {
-	run       *canaryRun
-	tier      int
-	cand      tier
-	byRequest bool
-	costs     bool // the arms' costs are in one currency, and compared
+	run         *canaryRun
+	task        string
+	tier        int
+	cand        tier
+	byRequest   bool
+	costs       bool // the arms' costs are in one currency, and compared
+	decisions   CanaryDecisions
+	fingerprint string
+	share       prometheus.Gauge // afloat_canary_share
+}
+
+// sync puts in force a decision kept elsewhere (before a restart, by another replica), while
+// the canary here is undecided.
+func (c *taskCanary) sync() {
+	if c.decisions == nil || c.run.c.Decided() {
+		return
+	}
+	if d, ok := c.decisions.Decision(c.task, c.fingerprint); ok && c.run.c.Restore(d) == nil {
+		c.share.Set(c.run.c.Status().Share)
+	}
 }
 
 // canaryRun is a canary's decision engine with the settings it was made for, which a
@@ -66,6 +98,12 @@ type canarySetting struct {
 	MinCalls                     int
 	Thresholds                   canary.Thresholds
 	IncumbentProv, CandidateProv string
+}
+
+// fingerprint names the settings: a short digest, the same in every replica of one config.
+func (s canarySetting) fingerprint() string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%+v", s))
+	return hex.EncodeToString(sum[:8])
 }
 
 // canaryBook holds each task's canary by name, for a reload to carry over.
@@ -145,17 +183,19 @@ func (e *Engine) newCanary(t *Task, cfg *Canary) (*taskCanary, error) {
 		}
 		run = &canaryRun{c: c, setting: setting}
 	}
-	tc := &taskCanary{run: run, tier: cfg.Tier, cand: cand, byRequest: cfg.ByRequest,
-		// Costs in two currencies are not compared: each arm's then reads 0, not compared.
-		costs: inc.up.price.Currency == cand.up.price.Currency || inc.up.price.Currency == "" || cand.up.price.Currency == ""}
 	share := e.metrics.CanaryShare.WithLabelValues(t.name)
+	tc := &taskCanary{run: run, task: t.name, tier: cfg.Tier, cand: cand, byRequest: cfg.ByRequest,
+		// Costs in two currencies are not compared: each arm's then reads 0, not compared.
+		costs:     inc.up.price.Currency == cand.up.price.Currency || inc.up.price.Currency == "" || cand.up.price.Currency == "",
+		decisions: e.decisions, fingerprint: setting.fingerprint(), share: share}
+	tc.sync()
 	share.Set(run.c.Status().Share)
 	for _, d := range []canary.State{canary.Promoted, canary.RolledBack} {
 		for _, by := range []string{"auto", "operator"} {
 			e.metrics.CanaryDecisions.WithLabelValues(t.name, string(d), by)
 		}
 	}
-	name, log, m := t.name, e.log, e.metrics
+	name, log, m, decisions, fp := t.name, e.log, e.metrics, tc.decisions, tc.fingerprint
 	run.c.OnDecision(func(d canary.Decision) {
 		share.Set(run.c.Status().Share)
 		by := "auto"
@@ -165,6 +205,9 @@ func (e *Engine) newCanary(t *Task, cfg *Canary) (*taskCanary, error) {
 		m.CanaryDecisions.WithLabelValues(name, string(d.State), by).Inc()
 		log.Warn("canary decided", "task", name, "decision", string(d.State), "by", d.By,
 			"candidate", version, "incumbent", inc.version, "reasons", d.Reasons)
+		if decisions != nil {
+			decisions.Save(name, fp, d)
+		}
 	})
 	return tc, nil
 }
@@ -195,6 +238,7 @@ func (c *taskCanary) pick(ctx context.Context, tr *tier) *tier {
 	if c == nil || tr.idx != c.tier {
 		return tr
 	}
+	c.sync()
 	key := afloat.RequestID(ctx)
 	if !c.byRequest {
 		if tenant := Tenant(ctx); tenant != "" {
@@ -273,6 +317,7 @@ func (t *Task) Canary() (CanaryStatus, bool) {
 	if c == nil {
 		return CanaryStatus{}, false
 	}
+	c.sync()
 	c.run.c.Check()
 	return CanaryStatus{Status: c.run.c.Status(), Tier: c.tier, IncumbentVersion: c.run.setting.Incumbent, CandidateVersion: c.run.setting.Candidate}, true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -360,5 +361,71 @@ func TestCanaryCandidateReadsNoNewField(t *testing.T) {
 		Canary:  &Canary{Prompt: p, Config: canary.Config{Share: 0.1, Window: time.Hour}}})
 	if err == nil || !strings.Contains(err.Error(), "customer_tier") {
 		t.Fatalf("a candidate reading a new field: %v", err)
+	}
+}
+
+// memDecisions keeps canary decisions in memory, as a state backend would across processes.
+type memDecisions struct {
+	mu   sync.Mutex
+	kept map[string]canary.Decision // by task + "/" + fingerprint
+}
+
+func (m *memDecisions) Decision(task, fp string) (canary.Decision, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.kept[task+"/"+fp]
+	return d, ok
+}
+
+func (m *memDecisions) Save(task, fp string, d canary.Decision) {
+	m.mu.Lock()
+	m.kept[task+"/"+fp] = d
+	m.mu.Unlock()
+}
+
+// A canary's decision is kept beyond the process: an engine started afresh (a restart, or
+// another replica) over the same decisions finds its canary of the same settings decided,
+// at once or on its next call; a canary of other settings is another one.
+func TestCanaryDecisionKeptAcrossProcesses(t *testing.T) {
+	var asks atomic.Int64
+	store := &memDecisions{kept: map[string]canary.Decision{}}
+	withCanary := func(share float64) func(*TaskConfig) {
+		return func(c *TaskConfig) {
+			c.Canary = &Canary{Prompt: candidatePrompt(t), ByRequest: true, Config: canary.Config{Share: share, Window: time.Hour}}
+		}
+	}
+	process := func() (*fixture, *Task) {
+		fx := newFixture(t, func(c *Config) { c.Decisions = store }, byPrompt(0, &asks))
+		return fx, fx.task(t, withCanary(0.5))
+	}
+	_, other := process() // a replica started before the decision
+	_, task := process()
+	if err := task.SetCanary(canary.RolledBack, "alice"); err != nil {
+		t.Fatal(err)
+	}
+
+	_, restarted := process()
+	if st, _ := restarted.Canary(); st.State != canary.RolledBack || st.Share != 0 || st.Decision.By != "alice" {
+		t.Fatalf("after a restart: %+v; want alice's rollback", st.Status)
+	}
+	before := asks.Load()
+	callMany(t, other, 0, 50) // the other replica's next calls put the decision in force
+	if asks.Load() != before {
+		t.Fatalf("the other replica still asked the rolled-back candidate %d times", asks.Load()-before)
+	}
+	if st, _ := other.Canary(); st.State != canary.RolledBack {
+		t.Fatalf("the other replica's canary: %s", st.State)
+	}
+	fx, _ := process()
+	renewed := fx.task(t, func(c *TaskConfig) { c.Name = "renewed"; withCanary(0.5)(c) })
+	if st, _ := renewed.Canary(); st.State != canary.Running {
+		t.Fatalf("another task's canary: %s", st.State)
+	}
+	changed := (func() *Task {
+		fx := newFixture(t, func(c *Config) { c.Decisions = store }, byPrompt(0, &asks))
+		return fx.task(t, withCanary(0.2))
+	})()
+	if st, _ := changed.Canary(); st.State != canary.Running {
+		t.Fatalf("a canary of other settings: %s; want it afresh", st.State)
 	}
 }

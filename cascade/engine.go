@@ -203,6 +203,10 @@ type Config struct {
 	// (package shed); a shed call goes straight to its policy with reason shed (a route's
 	// fails with ErrShed). nil sheds nothing; nil with Previous takes Previous's.
 	Shed *shed.Shedder
+	// Decisions keeps the canaries' decisions beyond the process (the state backend): one
+	// taken here is saved, one taken before a restart or by another replica is put in force.
+	// nil keeps them in memory; nil with Previous takes Previous's.
+	Decisions CanaryDecisions
 	// Previous is the engine this one is built to replace (a config reload); nil means none.
 	// A provider of Previous is carried over, by name, when its ProviderConfig has the very
 	// adapter Previous had (the same Provider value) and the same settings: it keeps its
@@ -223,6 +227,7 @@ type Engine struct {
 	metrics   *telemetry.Metrics
 	prompts   *telemetry.PromptMetrics
 	shed      *shed.Shedder
+	decisions CanaryDecisions
 	log       *slog.Logger
 	latency   *latency.Set
 	upstreams map[string]*upstream
@@ -275,9 +280,12 @@ type upstream struct {
 func New(cfg Config) (*Engine, error) {
 	if p := cfg.Previous; p != nil {
 		cfg.Metrics, cfg.Prompts, cfg.Shed = cmp.Or(cfg.Metrics, p.metrics), cmp.Or(cfg.Prompts, p.prompts), cmp.Or(cfg.Shed, p.shed)
+		if cfg.Decisions == nil {
+			cfg.Decisions = p.decisions
+		}
 	}
 	e := &Engine{
-		clock: cfg.Clock, rand: cfg.Rand, flags: cfg.Flags, shed: cfg.Shed, review: cfg.Review, metrics: cfg.Metrics, prompts: cfg.Prompts, log: cfg.Logger,
+		clock: cfg.Clock, rand: cfg.Rand, flags: cfg.Flags, shed: cfg.Shed, decisions: cfg.Decisions, review: cfg.Review, metrics: cfg.Metrics, prompts: cfg.Prompts, log: cfg.Logger,
 		latency: latency.NewSet(), upstreams: map[string]*upstream{}, names: map[string]bool{}, scopes: map[string][]string{},
 	}
 	if e.clock == nil {

@@ -124,6 +124,9 @@ type Runtime struct {
 	openFeature func()
 	// tracer is the OTLP exporting provider Build made for telemetry.otlp; Close flushes it.
 	tracer *sdktrace.TracerProvider
+	// decisions keeps the canaries' decisions in State; a reload's engine takes its
+	// previous one's.
+	decisions *canaryDecisions
 	// caches are the tasks' answer caches, by name; Close closes those the runtime in
 	// force does not use.
 	caches map[string]taskCache
@@ -235,7 +238,7 @@ func (f *File) build(opts BuildOptions) *builder {
 	rt.traces = b.tracerProvider(opts)
 	rt.Engine, err = cascade.New(cascade.Config{
 		Providers: providers, Flags: b.engineFlags(opts), Review: rt.Review, Metrics: metrics, Prompts: prompts, Clock: b.clock, Rand: b.rand, Logger: b.log,
-		TracerProvider: rt.traces, Previous: b.prevEngine(), Shed: b.shedder(),
+		TracerProvider: rt.traces, Previous: b.prevEngine(), Shed: b.shedder(), Decisions: b.decisions(),
 	})
 	if err != nil {
 		b.errorf("providers", "%v", err)
@@ -382,6 +385,11 @@ func (b *builder) state(opts BuildOptions) {
 		rt.State = b.prev.State // state.* takes a restart; the reload retargets it
 		return
 	}
+	defer func() {
+		if rt.decisions != nil {
+			rt.decisions.st.Store(rt.State) // the canaries' decisions are kept beside the flags
+		}
+	}()
 	var store state.Store = state.NewMemory()
 	kind := b.f.State.Backend
 	_, sqliteReview := rt.Review.(*review.SQLite)
@@ -858,6 +866,9 @@ func (rt *Runtime) Close() error {
 	if rt.openFeature != nil {
 		rt.openFeature()
 		rt.openFeature = nil
+	}
+	if rt.decisions != nil {
+		rt.decisions.saving.Wait() // the canaries' decisions, before the state they go to
 	}
 	if rt.State != nil {
 		errs = append(errs, rt.State.Close()) // closes the redis backend too

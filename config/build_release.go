@@ -1,7 +1,12 @@
 package config
 
 import (
+	"context"
 	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -9,6 +14,7 @@ import (
 	"github.com/afloat-dev/afloat/canary"
 	"github.com/afloat-dev/afloat/cascade"
 	"github.com/afloat-dev/afloat/prompt"
+	"github.com/afloat-dev/afloat/state"
 )
 
 // taskCache is a task's answer cache as built, with the bound it was built for: a reload that
@@ -118,4 +124,56 @@ func (rt *Runtime) closeCaches(keep *Runtime) error {
 	}
 	rt.caches = nil
 	return errors.Join(errs...)
+}
+
+// canaryDecisions keeps the engine's canary decisions in the state backend (the local file, or
+// Redis for a fleet), saving each in the background; Runtime.Close waits for the saves. The
+// engine is built before the state, so the state is set once made.
+type canaryDecisions struct {
+	st     atomic.Pointer[state.State]
+	log    *slog.Logger
+	saving sync.WaitGroup
+}
+
+func (c *canaryDecisions) Decision(task, fingerprint string) (canary.Decision, bool) {
+	st := c.st.Load()
+	if st == nil {
+		return canary.Decision{}, false
+	}
+	r, ok := st.Canaries()[task]
+	if !ok || r.Fingerprint != fingerprint {
+		return canary.Decision{}, false
+	}
+	return canary.Decision{State: canary.State(r.State), At: r.At, By: r.By, Reasons: r.Reasons}, true
+}
+
+func (c *canaryDecisions) Save(task, fingerprint string, d canary.Decision) {
+	st := c.st.Load()
+	if st == nil {
+		c.log.Error("canary decision not kept (no state backend): a restart will not see it", "task", task)
+		return
+	}
+	c.saving.Add(1)
+	go func() {
+		defer c.saving.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), decisionTimeout)
+		defer cancel()
+		err := st.SaveCanary(ctx, state.Canary{Task: task, Fingerprint: fingerprint, State: string(d.State), At: d.At, By: d.By, Reasons: d.Reasons})
+		if err != nil {
+			c.log.Error("canary decision not kept: a restart or another replica will not see it", "task", task, "err", err)
+		}
+	}()
+}
+
+// decisionTimeout bounds the save of one canary decision.
+const decisionTimeout = 5 * time.Second
+
+// decisions is what the engine keeps its canaries' decisions in: nil on a reload (the engine
+// takes its previous one's).
+func (b *builder) decisions() cascade.CanaryDecisions {
+	if b.prev != nil {
+		return nil
+	}
+	b.rt.decisions = &canaryDecisions{log: b.log}
+	return b.rt.decisions
 }

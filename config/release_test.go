@@ -174,3 +174,33 @@ func TestCanaryRefusedOnItsKey(t *testing.T) {
 		}
 	}
 }
+
+// A canary's decision survives a restart: it is kept in the state backend (here the local
+// file beside the review queue), and the same canary built again starts decided.
+func TestCanaryDecisionSurvivesARestart(t *testing.T) {
+	path := releaseTree(t, releases)
+	build := func() *Runtime {
+		f, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := f.Build(BuildOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
+	}
+	rt := build()
+	if err := rt.Tasks["triage"].SetCanary(canary.RolledBack, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil { // waits for the decision's save
+		t.Fatal(err)
+	}
+	again := build()
+	t.Cleanup(func() { _ = again.Close() })
+	st, _ := again.Tasks["triage"].Canary()
+	if st.State != canary.RolledBack || st.Decision == nil || st.Decision.By != "alice" {
+		t.Fatalf("after a restart: %+v; want alice's rollback", st.Status)
+	}
+}

@@ -12,17 +12,20 @@ import (
 // builds a runtime for itself (tests, the demo) gets. It never fails; it is safe for
 // concurrent use.
 type Memory struct {
-	mu      sync.Mutex
-	doc     *flags.Document
-	version uint64
-	faults  map[string]Fault
-	drills  map[string]Drills
+	mu       sync.Mutex
+	doc      *flags.Document
+	version  uint64
+	faults   map[string]Fault
+	drills   map[string]Drills
+	canaries map[string]Canary
 }
 
 var _ Store = (*Memory)(nil)
 
 // NewMemory returns an empty Memory.
-func NewMemory() *Memory { return &Memory{faults: map[string]Fault{}, drills: map[string]Drills{}} }
+func NewMemory() *Memory {
+	return &Memory{faults: map[string]Fault{}, drills: map[string]Drills{}, canaries: map[string]Canary{}}
+}
 
 // LoadFlags implements Store.
 func (m *Memory) LoadFlags(context.Context) (*flags.Document, uint64, error) {
@@ -78,6 +81,21 @@ func (m *Memory) LoadDrills(context.Context) (map[string]Drills, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.drills), nil
+}
+
+// SaveCanary implements Store.
+func (m *Memory) SaveCanary(_ context.Context, c Canary) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.canaries[c.Task] = c
+	return nil
+}
+
+// LoadCanaries implements Store.
+func (m *Memory) LoadCanaries(context.Context) (map[string]Canary, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.canaries), nil
 }
 
 // Close implements Store.

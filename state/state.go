@@ -60,7 +60,8 @@ type State struct {
 	mu   sync.Mutex // serializes loads and writes, so that an older load never lands after a newer one
 	seen bool       // the store held a saved document once: losing it is the store's loss
 
-	drills atomic.Pointer[map[string]Drills] // by scope, as last loaded or saved
+	drills   atomic.Pointer[map[string]Drills] // by scope, as last loaded or saved
+	canaries atomic.Pointer[map[string]Canary] // by task, as last loaded or saved
 
 	cancel context.CancelFunc
 }
@@ -138,7 +139,8 @@ func (s *State) Health() error {
 // Flags returns the document in force, from memory.
 func (s *State) Flags(ctx context.Context) (*flags.Document, error) { return s.mem.Flags(ctx) }
 
-// Reload reads the flags and the faults from the store and puts them in force.
+// Reload reads the flags, the faults, the drills and the canary decisions from the store
+// and puts them in force.
 func (s *State) Reload(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -153,7 +155,12 @@ func (s *State) Reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	canaries, err := s.store.LoadCanaries(ctx)
+	if err != nil {
+		return err
+	}
 	s.drills.Store(&drills)
+	s.canaries.Store(&canaries)
 	for name, p := range *s.faults.Load() {
 		f := saved[name]
 		if err := p.SetUntil(f.Fault, f.Expires); err != nil {
@@ -277,6 +284,32 @@ func (s *State) SaveDrill(ctx context.Context, d Drill) error {
 // not be modified.
 func (s *State) Drills() map[string]Drills {
 	if cur := s.drills.Load(); cur != nil {
+		return *cur
+	}
+	return nil
+}
+
+// SaveCanary records a canary's decision in the store, then here; every replica of a shared
+// store loads it on the change it hears of.
+func (s *State) SaveCanary(ctx context.Context, c Canary) error {
+	if err := s.store.SaveCanary(ctx, c); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := map[string]Canary{}
+	if cur := s.canaries.Load(); cur != nil {
+		next = maps.Clone(*cur)
+	}
+	next[c.Task] = c
+	s.canaries.Store(&next)
+	return nil
+}
+
+// Canaries returns the canary decisions by task, from memory: cheap enough to read on a
+// call. The map must not be modified.
+func (s *State) Canaries() map[string]Canary {
+	if cur := s.canaries.Load(); cur != nil {
 		return *cur
 	}
 	return nil

@@ -305,3 +305,72 @@ func TestStateRetarget(t *testing.T) {
 		t.Fatal("the saved fault is not in force on the provider after Retarget")
 	}
 }
+
+// TestStateCanaries: a canary's decision is in force here at once and on another replica
+// after the change; a later decision of the task replaces it; a restart loads them.
+func TestStateCanaries(t *testing.T) {
+	ctx := context.Background()
+	store := &watched{Memory: state.NewMemory()}
+	a, b := newReplica(t, store, nil), newReplica(t, store, nil)
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	rolled := state.Canary{Task: "triage", Fingerprint: "f1", State: "rolled_back", At: at, By: "auto", Reasons: []string{"error rate 12% > 5%"}}
+	promoted := state.Canary{Task: "triage", Fingerprint: "f2", State: "promoted", At: at.Add(time.Hour), By: "ops"}
+	other := state.Canary{Task: "summary", Fingerprint: "f9", State: "promoted", At: at, By: "auto"}
+	for _, c := range []state.Canary{rolled, other} {
+		if err := a.st.SaveCanary(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := a.st.Canaries()["triage"]; got.State != "rolled_back" || got.Fingerprint != "f1" || len(got.Reasons) != 1 {
+		t.Errorf("replica a after its save: %+v, want the rollback", got)
+	}
+	if _, ok := b.st.Canaries()["triage"]; ok {
+		t.Fatal("replica b saw the decision before the store told it")
+	}
+	store.changed()
+	if got := b.st.Canaries(); len(got) != 2 || got["triage"].State != "rolled_back" || got["summary"].State != "promoted" {
+		t.Errorf("replica b after the change: %+v, want both decisions", got)
+	}
+	if err := b.st.SaveCanary(ctx, promoted); err != nil {
+		t.Fatal(err)
+	}
+	store.changed()
+	c := newReplica(t, store, nil) // a restart
+	for name, r := range map[string]*replica{"a": a, "b": b, "c": c} {
+		got := r.st.Canaries()
+		if tr := got["triage"]; len(got) != 2 || tr.State != "promoted" || tr.Fingerprint != "f2" || tr.By != "ops" || !tr.At.Equal(promoted.At) || len(tr.Reasons) != 0 {
+			t.Errorf("replica %s: %+v, want the promotion to have replaced the rollback", name, got)
+		}
+	}
+}
+
+// TestMemoryCanaries: a Memory keeps one decision per task, the last saved, and what it
+// returns is a copy.
+func TestMemoryCanaries(t *testing.T) {
+	ctx := context.Background()
+	m := state.NewMemory()
+	if got, err := m.LoadCanaries(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("an empty Memory: %+v, %v", got, err)
+	}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, c := range []state.Canary{
+		{Task: "triage", Fingerprint: "f1", State: "rolled_back", At: at, By: "auto", Reasons: []string{"p95 latency"}},
+		{Task: "triage", Fingerprint: "f2", State: "promoted", At: at.Add(time.Minute), By: "ops"},
+		{Task: "summary", Fingerprint: "f3", State: "promoted", At: at, By: "auto"},
+	} {
+		if err := m.SaveCanary(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := m.LoadCanaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["triage"].Fingerprint != "f2" || got["summary"].Fingerprint != "f3" {
+		t.Fatalf("LoadCanaries: %+v, want triage's last and summary's", got)
+	}
+	delete(got, "triage")
+	if again, _ := m.LoadCanaries(ctx); len(again) != 2 {
+		t.Error("modifying the returned map changed the Memory")
+	}
+}

@@ -33,6 +33,11 @@ type Store interface {
 	SaveDrill(ctx context.Context, d Drill) error
 	// LoadDrills returns the drills kept, by scope.
 	LoadDrills(ctx context.Context) (map[string]Drills, error)
+	// SaveCanary records a canary's decision: it becomes its task's (one per task: a later
+	// one replaces it).
+	SaveCanary(ctx context.Context, c Canary) error
+	// LoadCanaries returns the decisions kept, by task.
+	LoadCanaries(ctx context.Context) (map[string]Canary, error)
 	// Close releases the store's connections.
 	Close() error
 }

@@ -251,3 +251,108 @@ func TestStoreWatch(t *testing.T) {
 	default:
 	}
 }
+
+// sameCanaries compares decisions field by field, At by time.Time.Equal.
+func sameCanaries(t *testing.T, got, want map[string]state.Canary) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("canaries %+v, want %+v", got, want)
+	}
+	for task, w := range want {
+		g, ok := got[task]
+		if !ok {
+			t.Errorf("canary of %s missing; got %+v", task, got)
+			continue
+		}
+		if !g.At.Equal(w.At) {
+			t.Errorf("canary of %s: at %v, want %v", task, g.At, w.At)
+		}
+		g.At, w.At = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("canary of %s: got %+v, want %+v", task, g, w)
+		}
+	}
+}
+
+// TestStoreCanaries: a decision saved through one replica reads back on another, every
+// field; a later one of the task replaces it; each save runs the Watch callback of the
+// other replica.
+func TestStoreCanaries(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	a, _ := f.replica(t)
+	b, _ := f.replica(t)
+	changedB := make(chan struct{}, 16)
+	b.Watch(ctx, func() { changedB <- struct{}{} })
+	f.settle(t, b)
+	for len(changedB) > 0 {
+		<-changedB
+	}
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-changedB:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the Watch callback of the other replica did not run within 5s", what)
+		}
+	}
+	if got, err := b.LoadCanaries(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("LoadCanaries of an empty store: %+v, %v", got, err)
+	}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 123_456_789, time.UTC)
+	rolled := state.Canary{Task: "triage", Fingerprint: "f1", State: "rolled_back", At: at, By: "auto", Reasons: []string{"error rate", "p95 latency"}}
+	other := state.Canary{Task: "summary", Fingerprint: "f9", State: "promoted", At: at, By: "ops"}
+	for _, c := range []state.Canary{rolled, other} {
+		if err := a.SaveCanary(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		wait("canary of " + c.Task + " saved")
+	}
+	loaded, err := b.LoadCanaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameCanaries(t, loaded, map[string]state.Canary{"triage": rolled, "summary": other})
+
+	promoted := state.Canary{Task: "triage", Fingerprint: "f2", State: "promoted", At: at.Add(time.Hour), By: "ops"}
+	if err := a.SaveCanary(ctx, promoted); err != nil {
+		t.Fatal(err)
+	}
+	wait("canary replaced")
+	if loaded, err = b.LoadCanaries(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sameCanaries(t, loaded, map[string]state.Canary{"triage": promoted, "summary": other})
+}
+
+// TestStateCanariesAcrossReplicas: a State's decision is in force on the State of another
+// replica over the same Redis once it hears of the change, and on a State started later.
+func TestStateCanariesAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	newState := func() *state.State {
+		t.Helper()
+		be, _ := f.replica(t)
+		st, err := state.New(ctx, state.Options{Kind: "redis", Store: be, Flags: flags.NewMemory()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() }) // before the fixture's: a Backend closes twice
+		return st
+	}
+	a, b := newState(), newState()
+	c := state.Canary{Task: "triage", Fingerprint: "f1", State: "rolled_back", At: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), By: "auto", Reasons: []string{"error rate"}}
+	if err := a.SaveCanary(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Canaries()["triage"]; got.Fingerprint != "f1" {
+		t.Errorf("the writer's State: %+v, want the decision at once", got)
+	}
+	eventually(t, "the other replica's State loads the decision", func() bool {
+		got := b.Canaries()["triage"]
+		return got.Fingerprint == "f1" && got.State == "rolled_back" && got.At.Equal(c.At) && len(got.Reasons) == 1
+	})
+	if got := newState().Canaries()["triage"]; got.Fingerprint != "f1" {
+		t.Errorf("a State started later: %+v, want the decision", got)
+	}
+}

@@ -1,4 +1,4 @@
-// Package sqlitestate keeps the flags, faults and drills of one process (state.backend
+// Package sqlitestate keeps the flags, faults, drills and canary decisions of one process (state.backend
 // local) in the SQLite file of its review queue, so that a kill switch survives a restart.
 package sqlitestate
 
@@ -61,6 +61,11 @@ var migrations = []string{
 	`CREATE TABLE IF NOT EXISTS state_drills (
 		scope       TEXT PRIMARY KEY,
 		drills      TEXT NOT NULL
+	) STRICT;`,
+	// 3: the canary decisions by task: the last one, as JSON.
+	`CREATE TABLE IF NOT EXISTS state_canaries (
+		task   TEXT PRIMARY KEY,
+		canary TEXT NOT NULL
 	) STRICT;`,
 }
 
@@ -333,6 +338,44 @@ func (s *SQLite) LoadDrills(ctx context.Context) (map[string]state.Drills, error
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("state sqlite %s: load drills: %w", s.path, err)
+	}
+	return out, nil
+}
+
+// SaveCanary implements Store: c replaces its task's decision, synced before it returns.
+func (s *SQLite) SaveCanary(ctx context.Context, c state.Canary) error {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("state sqlite %s: save canary of %s: %w", s.path, c.Task, err)
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO state_canaries (task, canary) VALUES (?, ?)
+		ON CONFLICT (task) DO UPDATE SET canary = excluded.canary`, c.Task, string(raw)); err != nil {
+		return fmt.Errorf("state sqlite %s: save canary of %s: %w", s.path, c.Task, err)
+	}
+	return nil
+}
+
+// LoadCanaries implements Store.
+func (s *SQLite) LoadCanaries(ctx context.Context) (map[string]state.Canary, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT task, canary FROM state_canaries")
+	if err != nil {
+		return nil, fmt.Errorf("state sqlite %s: load canaries: %w", s.path, err)
+	}
+	defer rows.Close()
+	out := map[string]state.Canary{}
+	for rows.Next() {
+		var task, raw string
+		if err := rows.Scan(&task, &raw); err != nil {
+			return nil, fmt.Errorf("state sqlite %s: load canaries: %w", s.path, err)
+		}
+		var c state.Canary
+		if err := json.Unmarshal([]byte(raw), &c); err != nil {
+			return nil, fmt.Errorf("state sqlite %s: canary of %s: %w", s.path, task, err)
+		}
+		out[task] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("state sqlite %s: load canaries: %w", s.path, err)
 	}
 	return out, nil
 }

@@ -551,3 +551,79 @@ func TestSQLiteDrills(t *testing.T) {
 		t.Errorf("after reopen: %+v", got)
 	}
 }
+
+// TestSQLiteCanaries: a task keeps its last canary decision, every field, across a reopen.
+func TestSQLiteCanaries(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "afloat.db")
+	s := openSQLite(t, path)
+	at := time.Date(2026, 12, 1, 10, 0, 0, 123_456_789, time.UTC)
+	promoted := state.Canary{Task: "triage", Fingerprint: "f2", State: "promoted", At: at.Add(time.Hour), By: "ops", Reasons: []string{"manual"}}
+	other := state.Canary{Task: "summary", Fingerprint: "f9", State: "rolled_back", At: at, By: "auto", Reasons: []string{"error rate", "p95 latency"}}
+	for _, c := range []state.Canary{
+		{Task: "triage", Fingerprint: "f1", State: "rolled_back", At: at, By: "auto", Reasons: []string{"error rate"}},
+		other,
+		promoted,
+	} {
+		if err := s.SaveCanary(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := openSQLite(t, path).LoadCanaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]state.Canary{"triage": promoted, "summary": other}
+	if len(got) != len(want) {
+		t.Fatalf("after reopen: %+v, want %+v", got, want)
+	}
+	for task, w := range want {
+		g := got[task]
+		if !g.At.Equal(w.At) {
+			t.Errorf("canary of %s: at %v, want %v", task, g.At, w.At)
+		}
+		g.At, w.At = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("canary of %s after reopen: %+v, want %+v", task, g, w)
+		}
+	}
+}
+
+// TestSQLiteMigrateCanaries: a file a build without canaries wrote (schema version 2) gets
+// their table at open, and keeps its drills.
+func TestSQLiteMigrateCanaries(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "afloat.db")
+	s := openSQLite(t, path)
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	if err := s.SaveDrill(ctx, state.Drill{Scope: "task:triage", Provider: "primary", Mode: "timeout", Passed: true, StartedAt: at, FinishedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, "DROP TABLE state_canaries"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, "UPDATE state_schema SET version = 2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openSQLite(t, path)
+	var version int
+	if err := s.db.QueryRowContext(ctx, "SELECT version FROM state_schema").Scan(&version); err != nil || version != len(migrations) {
+		t.Errorf("schema version %d after open, %v; want %d", version, err, len(migrations))
+	}
+	c := state.Canary{Task: "triage", Fingerprint: "f1", State: "promoted", At: at, By: "ops"}
+	if err := s.SaveCanary(ctx, c); err != nil {
+		t.Fatalf("a canary in a migrated file: %v", err)
+	}
+	if got, err := s.LoadCanaries(ctx); err != nil || got["triage"].Fingerprint != "f1" {
+		t.Errorf("LoadCanaries of a migrated file: %+v, %v", got, err)
+	}
+	if ds, err := s.LoadDrills(ctx); err != nil || ds["task:triage"].LastPassed == nil {
+		t.Errorf("the drills after migrating: %+v, %v", ds, err)
+	}
+}
