@@ -205,15 +205,16 @@ func (c *Canary) settleLocked(to State, at time.Time, by string, reasons []strin
 // Restore puts in force a decision taken before: by this process before it restarted, or by
 // another replica of a fleet. The canary takes d's state (and so its share), at d's time,
 // by d's decider, with d's reasons, as if it had decided so itself, but calls no OnDecision:
-// the decision was announced where it was taken. It returns ErrDecided when the canary is
-// decided already, and an error for a d that is no decision.
+// the decision was announced where it was taken. A canary decided here otherwise takes d
+// all the same (the decision a fleet kept first stands); one decided as d already returns
+// ErrDecided. It returns an error for a d that is no decision.
 func (c *Canary) Restore(d Decision) error {
 	if !d.State.decided() {
 		return fmt.Errorf("canary: %q is no decision to restore", d.State)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state.decided() {
+	if c.state == d.State {
 		return ErrDecided
 	}
 	inc, cand := d.Incumbent, d.Candidate

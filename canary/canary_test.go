@@ -443,7 +443,11 @@ func TestRestore(t *testing.T) {
 	if c.Pick("any") != Incumbent || calls != 0 {
 		t.Fatalf("after the restore: pick %v, OnDecision called %d times", c.Pick("any"), calls)
 	}
-	if err := c.Restore(Decision{State: Promoted}); err != ErrDecided {
-		t.Fatalf("a second restore: %v", err)
+	if err := c.Restore(Decision{State: RolledBack}); err != ErrDecided {
+		t.Fatalf("restoring the decision in force: %v", err)
+	}
+	// Decided otherwise elsewhere first: the kept decision replaces this one's.
+	if err := c.Restore(Decision{State: Promoted, By: "bob"}); err != nil || c.Status().State != Promoted || c.Pick("any") != Candidate {
+		t.Fatalf("a kept decision over a local one: %v, %s", err, c.Status().State)
 	}
 }

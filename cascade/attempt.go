@@ -299,13 +299,15 @@ func (a *attempt) release(cancel context.CancelFunc) {
 	a.e.setConcurrency(a.s.tr.up)
 }
 
-// saturated reports whether afloat itself is saturated for a provider of read timeout d: the
-// shedder sheds (enrichment at least), or goroutines wait to run for a tenth of d or more
-// (the scheduler's p99, shedding or not), when an attempt's answer may wait as long in
-// afloat's own queues as at the provider. A cut then is not the provider's, and a latency
-// says nothing of it.
+// saturated reports whether afloat itself is saturated for an attempt given d: the shedder
+// sheds (enrichment at least), or, shedding on or off, goroutines wait to run for a quarter
+// of d or more (the scheduler's p99): an answer passes through a few goroutines on its way
+// (the connection's reader, the attempt, the handler), and four such waits may add up to d
+// in afloat's own queues. A cut then is not the provider's, and a latency says nothing of
+// it. A moderately loaded process (a p99 of tens of milliseconds) still blames a provider
+// that hangs past a 200 ms read timeout, and its breaker opens.
 func (e *Engine) saturated(d time.Duration) bool {
-	return e.shed.Level() != shed.Normal || e.shed.Pressure() >= d/10
+	return e.shed.Level() != shed.Normal || e.shed.Pressure() >= d/4
 }
 
 // setConcurrency exports the provider's concurrency limit and queue now.
@@ -346,7 +348,7 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		// The client left: nothing to say about the provider.
 		a.permit.Cancel(ctx)
 		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "caller cancelled"
-	case cut && e.saturated(a.est.ReadTimeout()):
+	case cut && e.saturated(a.timeout):
 		// afloat itself was saturated (its goroutines waited to run): the wait may be its own
 		// queueing, not the provider's, and afloat's overload must never look like a
 		// provider's outage. It moves neither the breaker nor the estimate.
@@ -369,7 +371,7 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		failed = true
 	}
 	a.load = loadOf(rec.Outcome, err)
-	if a.load == limit.Success && e.saturated(a.est.ReadTimeout()) {
+	if a.load == limit.Success && e.saturated(a.timeout) {
 		a.load = limit.Ignore // a latency afloat's own saturation inflated says nothing of the provider
 	}
 	var cost float64

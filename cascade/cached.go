@@ -256,7 +256,11 @@ func (c *taskCache) serves(version string) bool {
 	if !slices.Contains(c.versions, version) {
 		return false
 	}
-	return c.canary == nil || version != c.canary.cand.version || !c.canary.run.c.RolledBack()
+	if c.canary == nil || version != c.canary.cand.version {
+		return true
+	}
+	c.canary.sync() // a rollback another replica decided retires the candidate's answers here too
+	return !c.canary.run.c.RolledBack()
 }
 
 // CacheStatus is a task's or route's answer cache as /admin/status shows it.

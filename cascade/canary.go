@@ -70,13 +70,18 @@ type taskCanary struct {
 	share       prometheus.Gauge // afloat_canary_share
 }
 
-// sync puts in force a decision kept elsewhere (before a restart, by another replica), while
-// the canary here is undecided.
+// sync puts in force the decision kept for the canary (before a restart, by another
+// replica): over none here, and over another one taken here, as the first decision a fleet
+// kept stands. It reads memory only: a map lookup a call of a canaried tier.
 func (c *taskCanary) sync() {
-	if c.decisions == nil || c.run.c.Decided() {
+	if c.decisions == nil {
 		return
 	}
-	if d, ok := c.decisions.Decision(c.task, c.fingerprint); ok && c.run.c.Restore(d) == nil {
+	d, ok := c.decisions.Decision(c.task, c.fingerprint)
+	if !ok || c.run.c.Decided() && c.run.c.RolledBack() == (d.State == canary.RolledBack) {
+		return
+	}
+	if c.run.c.Restore(d) == nil {
 		c.share.Set(c.run.c.Status().Share)
 	}
 }
@@ -100,9 +105,16 @@ type canarySetting struct {
 	IncumbentProv, CandidateProv string
 }
 
-// fingerprint names the settings: a short digest, the same in every replica of one config.
+// fingerprint names the settings: a short digest of an explicit, versioned encoding, the same
+// in every replica of one config and across afloat's versions (a new field of canarySetting
+// must not reopen every canary decided before; add it here as "v2" only if it must).
 func (s canarySetting) fingerprint() string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%+v", s))
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	th := s.Thresholds
+	enc := strings.Join([]string{"v1", strconv.Itoa(s.Tier), s.Incumbent, s.Candidate, s.IncumbentProv, s.CandidateProv,
+		strconv.FormatBool(s.ByRequest), f(s.Share), strconv.FormatInt(int64(s.Window), 10), strconv.Itoa(s.MinCalls),
+		f(th.ViolationRate), f(th.FailureRate), f(th.ReaskRate), f(th.P95), f(th.Cost)}, "\x00")
+	sum := sha256.Sum256([]byte(enc))
 	return hex.EncodeToString(sum[:8])
 }
 
@@ -333,6 +345,7 @@ func (t *Task) SetCanary(state canary.State, by string) error {
 	if c == nil {
 		return ErrNoCanary
 	}
+	c.sync() // a decision the fleet kept is final here too
 	var err error
 	switch state {
 	case canary.Promoted:

@@ -379,8 +379,10 @@ func (m *memDecisions) Decision(task, fp string) (canary.Decision, bool) {
 
 func (m *memDecisions) Save(task, fp string, d canary.Decision) {
 	m.mu.Lock()
-	m.kept[task+"/"+fp] = d
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	if _, ok := m.kept[task+"/"+fp]; !ok { // the first decision of a canary stands, as in the state backends
+		m.kept[task+"/"+fp] = d
+	}
 }
 
 // A canary's decision is kept beyond the process: an engine started afresh (a restart, or
@@ -399,6 +401,10 @@ func TestCanaryDecisionKeptAcrossProcesses(t *testing.T) {
 		return fx, fx.task(t, withCanary(0.5))
 	}
 	_, other := process() // a replica started before the decision
+	_, late := process()  // one that decides otherwise, its save not landed yet
+	if err := late.canary.run.c.Restore(canary.Decision{State: canary.Promoted, By: "auto"}); err != nil {
+		t.Fatal(err)
+	}
 	_, task := process()
 	if err := task.SetCanary(canary.RolledBack, "alice"); err != nil {
 		t.Fatal(err)
@@ -416,6 +422,16 @@ func TestCanaryDecisionKeptAcrossProcesses(t *testing.T) {
 	if st, _ := other.Canary(); st.State != canary.RolledBack {
 		t.Fatalf("the other replica's canary: %s", st.State)
 	}
+	// A replica that decided otherwise before it heard (here: promoted on its own) takes the
+	// decision kept first; an operator's decision on a replica that has not heard yet is
+	// refused as decided.
+	if st, _ := late.Canary(); st.State != canary.RolledBack || st.Decision.By != "alice" {
+		t.Fatalf("a replica that had decided otherwise: %s by %s; want alice's rollback", st.State, st.Decision.By)
+	}
+	_, unheard := process()
+	if err := unheard.SetCanary(canary.Promoted, "bob"); err != canary.ErrDecided {
+		t.Fatalf("an operator's promotion of a canary the fleet rolled back: %v; want ErrDecided", err)
+	}
 	fx, _ := process()
 	renewed := fx.task(t, func(c *TaskConfig) { c.Name = "renewed"; withCanary(0.5)(c) })
 	if st, _ := renewed.Canary(); st.State != canary.Running {
@@ -427,5 +443,21 @@ func TestCanaryDecisionKeptAcrossProcesses(t *testing.T) {
 	})()
 	if st, _ := changed.Canary(); st.State != canary.Running {
 		t.Fatalf("a canary of other settings: %s; want it afresh", st.State)
+	}
+}
+
+// The fingerprint of a canary's settings is pinned: every replica, and every later version of
+// afloat, must name a kept decision alike.
+func TestCanaryFingerprintIsStable(t *testing.T) {
+	s := canarySetting{Tier: 0, Incumbent: "triage/p0/v1", Candidate: "triage/p0/v2", ByRequest: true, Share: 0.1,
+		Window: 30 * time.Minute, MinCalls: 200, IncumbentProv: "p0", CandidateProv: "p0",
+		Thresholds: canary.Thresholds{ViolationRate: 0.02, FailureRate: 0.05, ReaskRate: 0.05, P95: 0.25, Cost: 0.25}}
+	const want = "74e99363346781c2"
+	if got := s.fingerprint(); got != want {
+		t.Fatalf("fingerprint %s, want %s: a change here reopens every canary decided before", got, want)
+	}
+	s.Share = 0.2
+	if s.fingerprint() == want {
+		t.Fatal("another share, the same fingerprint")
 	}
 }

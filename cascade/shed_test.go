@@ -2,6 +2,7 @@ package cascade
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/latency"
 	"github.com/afloat-dev/afloat/shed"
 )
 
@@ -123,16 +125,16 @@ func TestSaturationLengthensAnAttemptsPatience(t *testing.T) {
 }
 
 // TestSaturationWithSheddingOff: with shedding off, afloat's own saturation is still never
-// blamed on a provider: goroutines waiting to run for a tenth of an attempt's timeout or more
-// make a cut afloat's, not the provider's.
+// blamed on a provider: goroutines waiting to run for a quarter of an attempt's timeout or
+// more make a cut afloat's, not the provider's.
 func TestSaturationWithSheddingOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pressure := 500 * time.Millisecond // a quarter of the 2s read timeout
+		pressure := 1500 * time.Millisecond // three quarters of the 2s read timeout
 		fx := newFixture(t, func(c *Config) {
 			realClock(c)
 			c.Shed = shed.New(0, func() time.Duration { return pressure }) // shedding off
 		}, after(time.Minute, answer(validAnswer)), answer(validAnswer))
-		task := fx.task(t, func(c *TaskConfig) { c.Budget = 15 * time.Second })
+		task := fx.task(t, func(c *TaskConfig) { c.Budget = 3 * time.Second }) // the attempt's patience: under 3s
 		for range 10 {
 			res, err := task.RunJSON(context.Background(), ticket)
 			if err != nil {
@@ -153,6 +155,36 @@ func TestSaturationWithSheddingOff(t *testing.T) {
 		}
 		if got := opened(fx, "p0"); got != 1 {
 			t.Errorf("p0's breaker opened %v times after five timeouts of its own; want 1", got)
+		}
+	})
+}
+
+// TestModerateLoadStillBlamesAHangingProvider: a process moderately loaded (goroutines wait
+// 20 ms to run, a tenth of a 200 ms read timeout) is not saturated: a provider that hangs is
+// cut at its read timeout and blamed, its breaker opens, and the calls after it fail fast.
+func TestModerateLoadStillBlamesAHangingProvider(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx := newFixture(t, func(c *Config) {
+			realClock(c)
+			c.Shed = shed.New(0, func() time.Duration { return 20 * time.Millisecond })
+			c.Providers[0].Timeouts = latency.Config{Min: 200 * time.Millisecond, Initial: 200 * time.Millisecond}
+		}, hang, answer(validAnswer))
+		task := fx.task(t, func(c *TaskConfig) {
+			c.Criticality, c.OnExhausted, c.Name, c.Budget = afloat.Critical, PolicyBlock, "moderation", 5*time.Second
+		})
+		var last afloat.Result[json.RawMessage]
+		for range 30 {
+			res, err := task.RunJSON(context.Background(), ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = res
+		}
+		if got := opened(fx, "p0"); got != 1 {
+			t.Fatalf("p0's breaker opened %v times; want once: its hangs are its own", got)
+		}
+		if last.Attempts[0].Outcome != afloat.OutcomeCircuitOpen || last.Latency > time.Second {
+			t.Fatalf("the last call: %+v in %v; want p0 skipped, fast", last.Attempts, last.Latency)
 		}
 	})
 }

@@ -868,7 +868,7 @@ func (rt *Runtime) Close() error {
 		rt.openFeature = nil
 	}
 	if rt.decisions != nil {
-		rt.decisions.saving.Wait() // the canaries' decisions, before the state they go to
+		rt.decisions.close() // the canaries' decisions, before the state they go to
 	}
 	if rt.State != nil {
 		errs = append(errs, rt.State.Close()) // closes the redis backend too

@@ -132,7 +132,18 @@ func (rt *Runtime) closeCaches(keep *Runtime) error {
 type canaryDecisions struct {
 	st     atomic.Pointer[state.State]
 	log    *slog.Logger
+	mu     sync.Mutex // orders Save's Add before close's Wait
+	closed bool
 	saving sync.WaitGroup
+}
+
+// close waits for the saves under way; a decision taken after it (a call still running past
+// the shutdown's grace) is logged, not saved to a state being closed.
+func (c *canaryDecisions) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.saving.Wait()
 }
 
 func (c *canaryDecisions) Decision(task, fingerprint string) (canary.Decision, bool) {
@@ -149,8 +160,10 @@ func (c *canaryDecisions) Decision(task, fingerprint string) (canary.Decision, b
 
 func (c *canaryDecisions) Save(task, fingerprint string, d canary.Decision) {
 	st := c.st.Load()
-	if st == nil {
-		c.log.Error("canary decision not kept (no state backend): a restart will not see it", "task", task)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st == nil || c.closed {
+		c.log.Error("canary decision not kept (no state backend, or afloat is stopping): a restart will not see it", "task", task)
 		return
 	}
 	c.saving.Add(1)
@@ -168,12 +181,11 @@ func (c *canaryDecisions) Save(task, fingerprint string, d canary.Decision) {
 // decisionTimeout bounds the save of one canary decision.
 const decisionTimeout = 5 * time.Second
 
-// decisions is what the engine keeps its canaries' decisions in: nil on a reload (the engine
-// takes its previous one's).
+// decisions is what the engine keeps its canaries' decisions in: made once, and a reload's
+// runtime holds its previous one's (inherit).
 func (b *builder) decisions() cascade.CanaryDecisions {
-	if b.prev != nil {
-		return nil
+	if b.rt.decisions == nil {
+		b.rt.decisions = &canaryDecisions{log: b.log}
 	}
-	b.rt.decisions = &canaryDecisions{log: b.log}
 	return b.rt.decisions
 }

@@ -175,8 +175,9 @@ func TestCanaryRefusedOnItsKey(t *testing.T) {
 	}
 }
 
-// A canary's decision survives a restart: it is kept in the state backend (here the local
-// file beside the review queue), and the same canary built again starts decided.
+// A canary's decision survives a restart, also one taken after a config reload: it is kept
+// in the state backend (here the local file beside the review queue), Close waits for its
+// save, and the same canary built again starts decided.
 func TestCanaryDecisionSurvivesARestart(t *testing.T) {
 	path := releaseTree(t, releases)
 	build := func() *Runtime {
@@ -190,7 +191,12 @@ func TestCanaryDecisionSurvivesARestart(t *testing.T) {
 		}
 		return rt
 	}
-	rt := build()
+	first := build()
+	rt, _, err := first.Reload(path, func(*Runtime) error { return nil }) // the runtime in force after a reload closes it all
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Close()
 	if err := rt.Tasks["triage"].SetCanary(canary.RolledBack, "alice"); err != nil {
 		t.Fatal(err)
 	}

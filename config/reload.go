@@ -85,6 +85,7 @@ func (b *builder) inherit() {
 	p, rt := b.prev, b.rt
 	rt.Registry, rt.Metrics, rt.prompts = p.Registry, p.Metrics, p.prompts
 	rt.redis, rt.redisClient = p.redis, p.redisClient
+	rt.decisions = p.decisions              // the engine keeps its previous one's: Close waits for its saves
 	rt.live, rt.opts.previous = p.live, nil // hold no chain of runtimes
 	b.openings = p.openings
 	b.diff = Compare(p.File, b.f)

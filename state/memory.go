@@ -87,6 +87,9 @@ func (m *Memory) LoadDrills(context.Context) (map[string]Drills, error) {
 func (m *Memory) SaveCanary(_ context.Context, c Canary) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if kept, ok := m.canaries[c.Task]; ok && kept.Fingerprint == c.Fingerprint {
+		return nil // the first decision of a canary stands
+	}
 	m.canaries[c.Task] = c
 	return nil
 }

@@ -155,12 +155,14 @@ func (s *State) Reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	canaries, err := s.store.LoadCanaries(ctx)
-	if err != nil {
-		return err
-	}
 	s.drills.Store(&drills)
-	s.canaries.Store(&canaries)
+	// The canaries' decisions never keep the flags and faults from loading: a record that does
+	// not read is logged, and the decisions loaded before stay.
+	if canaries, err := s.store.LoadCanaries(ctx); err != nil {
+		s.log.Warn("state: canary decisions unreadable; those loaded before stay", "err", err)
+	} else {
+		s.canaries.Store(&canaries)
+	}
 	for name, p := range *s.faults.Load() {
 		f := saved[name]
 		if err := p.SetUntil(f.Fault, f.Expires); err != nil {
@@ -289,20 +291,20 @@ func (s *State) Drills() map[string]Drills {
 	return nil
 }
 
-// SaveCanary records a canary's decision in the store, then here; every replica of a shared
-// store loads it on the change it hears of.
+// SaveCanary records a canary's decision in the store (where the first decision of a canary
+// stands), then here what the store kept; every replica of a shared store loads it on the
+// change it hears of.
 func (s *State) SaveCanary(ctx context.Context, c Canary) error {
 	if err := s.store.SaveCanary(ctx, c); err != nil {
 		return err
 	}
+	kept, err := s.store.LoadCanaries(ctx) // the first decision of a canary stands: read which
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next := map[string]Canary{}
-	if cur := s.canaries.Load(); cur != nil {
-		next = maps.Clone(*cur)
-	}
-	next[c.Task] = c
-	s.canaries.Store(&next)
+	s.canaries.Store(&kept)
 	return nil
 }
 

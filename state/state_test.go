@@ -369,6 +369,13 @@ func TestMemoryCanaries(t *testing.T) {
 	if len(got) != 2 || got["triage"].Fingerprint != "f2" || got["summary"].Fingerprint != "f3" {
 		t.Fatalf("LoadCanaries: %+v, want triage's last and summary's", got)
 	}
+	// The first decision of a canary (a fingerprint) stands: another replica's, later, does not replace it.
+	if err := m.SaveCanary(ctx, state.Canary{Task: "triage", Fingerprint: "f2", State: "rolled_back", By: "late"}); err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ := m.LoadCanaries(ctx); kept["triage"].State != "promoted" || kept["triage"].By != "ops" {
+		t.Fatalf("a second decision of the same canary replaced the first: %+v", kept["triage"])
+	}
 	delete(got, "triage")
 	if again, _ := m.LoadCanaries(ctx); len(again) != 2 {
 		t.Error("modifying the returned map changed the Memory")

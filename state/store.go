@@ -33,8 +33,10 @@ type Store interface {
 	SaveDrill(ctx context.Context, d Drill) error
 	// LoadDrills returns the drills kept, by scope.
 	LoadDrills(ctx context.Context) (map[string]Drills, error)
-	// SaveCanary records a canary's decision: it becomes its task's (one per task: a later
-	// one replaces it).
+	// SaveCanary records a canary's decision: it becomes its task's, unless the task's kept
+	// decision has the same fingerprint already, which stands: the first decision of a
+	// canary is the fleet's, even when two replicas decide at once. A decision of another
+	// fingerprint (a new canary) replaces it.
 	SaveCanary(ctx context.Context, c Canary) error
 	// LoadCanaries returns the decisions kept, by task.
 	LoadCanaries(ctx context.Context) (map[string]Canary, error)

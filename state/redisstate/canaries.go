@@ -15,8 +15,17 @@ import (
 func (b *Backend) canariesKey() string { return b.prefix + "{state}:canaries" }
 
 // saveCanaryScript: KEYS[1] the canaries; ARGV[1] the task, ARGV[2] the decision as JSON,
-// ARGV[3] the channel. The write and its notification are one step: no replica misses it.
+// ARGV[3] the channel, ARGV[4] the decision's fingerprint. A decision kept for the same
+// fingerprint stands (0: nothing written); else the write and its notification are one
+// step, so that no replica misses it.
 var saveCanaryScript = redis.NewScript(`
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if cur then
+  local ok, kept = pcall(cjson.decode, cur)
+  if ok and type(kept) == 'table' and kept['fingerprint'] == ARGV[4] then
+    return 0
+  end
+end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('PUBLISH', ARGV[3], 's')
 return 1
@@ -29,7 +38,7 @@ func (b *Backend) SaveCanary(ctx context.Context, c state.Canary) error {
 		return fmt.Errorf("redis state: save canary of %s: %w", c.Task, err)
 	}
 	err = b.do(ctx, func(ctx context.Context) error {
-		return saveCanaryScript.Run(ctx, b.c, []string{b.canariesKey()}, c.Task, string(raw), b.channel()).Err()
+		return saveCanaryScript.Run(ctx, b.c, []string{b.canariesKey()}, c.Task, string(raw), b.channel(), c.Fingerprint).Err()
 	})
 	if err != nil {
 		return fmt.Errorf("redis state: save canary of %s: %w", c.Task, err)

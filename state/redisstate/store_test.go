@@ -323,6 +323,16 @@ func TestStoreCanaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameCanaries(t, loaded, map[string]state.Canary{"triage": promoted, "summary": other})
+
+	// Another replica's later decision of the same canary (fingerprint): the first stands.
+	late := state.Canary{Task: "triage", Fingerprint: "f2", State: "rolled_back", At: at.Add(2 * time.Hour), By: "late"}
+	if err := b.SaveCanary(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	if loaded, err = a.LoadCanaries(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sameCanaries(t, loaded, map[string]state.Canary{"triage": promoted, "summary": other})
 }
 
 // TestStateCanariesAcrossReplicas: a State's decision is in force on the State of another

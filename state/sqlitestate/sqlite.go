@@ -348,8 +348,11 @@ func (s *SQLite) SaveCanary(ctx context.Context, c state.Canary) error {
 	if err != nil {
 		return fmt.Errorf("state sqlite %s: save canary of %s: %w", s.path, c.Task, err)
 	}
+	// A decision kept for the same fingerprint stands: the first decision of a canary.
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO state_canaries (task, canary) VALUES (?, ?)
-		ON CONFLICT (task) DO UPDATE SET canary = excluded.canary`, c.Task, string(raw)); err != nil {
+		ON CONFLICT (task) DO UPDATE SET canary = excluded.canary
+		WHERE json_extract(state_canaries.canary, '$.fingerprint') IS NOT json_extract(excluded.canary, '$.fingerprint')`,
+		c.Task, string(raw)); err != nil {
 		return fmt.Errorf("state sqlite %s: save canary of %s: %w", s.path, c.Task, err)
 	}
 	return nil

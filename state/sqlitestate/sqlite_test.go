@@ -564,6 +564,8 @@ func TestSQLiteCanaries(t *testing.T) {
 		{Task: "triage", Fingerprint: "f1", State: "rolled_back", At: at, By: "auto", Reasons: []string{"error rate"}},
 		other,
 		promoted,
+		// Another replica's later decision of the same canary: the first stands.
+		{Task: "triage", Fingerprint: "f2", State: "rolled_back", At: at.Add(2 * time.Hour), By: "late"},
 	} {
 		if err := s.SaveCanary(ctx, c); err != nil {
 			t.Fatal(err)
