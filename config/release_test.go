@@ -89,6 +89,20 @@ func TestCacheAndCanaryKeys(t *testing.T) {
 	}
 }
 
+// loadAndBuild loads the config at path and builds it; the caller closes the runtime.
+func loadAndBuild(t *testing.T, path string) *Runtime {
+	t.Helper()
+	f, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := f.Build(BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
 // releaseTree writes the releases config and its files, and returns the config's path.
 func releaseTree(t *testing.T, config string) string {
 	t.Helper()
@@ -103,14 +117,7 @@ func releaseTree(t *testing.T, config string) string {
 // the cache (and what it holds); one that changes the cache's bound starts a new cache.
 func TestCacheAndCanaryBuiltAndReloaded(t *testing.T) {
 	path := releaseTree(t, releases)
-	f, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := f.Build(BuildOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := loadAndBuild(t, path)
 	inForce := rt
 	t.Cleanup(func() { _ = inForce.Close() })
 	st, ok := rt.Tasks["triage"].Canary()
@@ -180,18 +187,7 @@ func TestCanaryRefusedOnItsKey(t *testing.T) {
 // save, and the same canary built again starts decided.
 func TestCanaryDecisionSurvivesARestart(t *testing.T) {
 	path := releaseTree(t, releases)
-	build := func() *Runtime {
-		f, err := Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rt, err := f.Build(BuildOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rt
-	}
-	first := build()
+	first := loadAndBuild(t, path)
 	rt, _, err := first.Reload(path, func(*Runtime) error { return nil }) // the runtime in force after a reload closes it all
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +199,7 @@ func TestCanaryDecisionSurvivesARestart(t *testing.T) {
 	if err := rt.Close(); err != nil { // waits for the decision's save
 		t.Fatal(err)
 	}
-	again := build()
+	again := loadAndBuild(t, path)
 	t.Cleanup(func() { _ = again.Close() })
 	st, _ := again.Tasks["triage"].Canary()
 	if st.State != canary.RolledBack || st.Decision == nil || st.Decision.By != "alice" {
