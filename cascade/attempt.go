@@ -310,6 +310,17 @@ func (e *Engine) saturated(d time.Duration) bool {
 	return e.shed.Level() != shed.Normal || e.shed.Pressure() >= d/4
 }
 
+// sample is what an answer tells the provider's concurrency limit: a latency says nothing of
+// the provider while afloat's own queueing may have added the rise that would lower the
+// limit (limit.Slack), or afloat's overload would shrink a healthy provider's limit and
+// spill its calls (a thousand streams opening at once inflate their own first chunks).
+func (e *Engine) sample(o limit.Outcome) limit.Outcome {
+	if o == limit.Success && e.saturated(limit.Slack) {
+		return limit.Ignore
+	}
+	return o
+}
+
 // setConcurrency exports the provider's concurrency limit and queue now.
 func (e *Engine) setConcurrency(u *upstream) {
 	u.limitGauge.Set(float64(u.lim.Limit()))
@@ -370,10 +381,7 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		rec.Outcome, rec.Error = afloat.OutcomeError(err), err.Error()
 		failed = true
 	}
-	a.load = loadOf(rec.Outcome, err)
-	if a.load == limit.Success && e.saturated(a.timeout) {
-		a.load = limit.Ignore // a latency afloat's own saturation inflated says nothing of the provider
-	}
+	a.load = e.sample(loadOf(rec.Outcome, err))
 	var cost float64
 	if resp != nil {
 		if err != nil && resp.Usage == (afloat.Usage{}) && (resp.Content != "" || len(resp.ToolCalls) > 0) {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -187,4 +191,90 @@ func TestModerateLoadStillBlamesAHangingProvider(t *testing.T) {
 			t.Fatalf("the last call: %+v in %v; want p0 skipped, fast", last.Attempts, last.Latency)
 		}
 	})
+}
+
+// TestSaturationLeavesTheConcurrencyLimit: answers and streams' first chunks slowed from
+// 1 ms to 180 ms while afloat's goroutines wait 30 ms to run (afloat's own queueing may be
+// the rise) say nothing of the provider: its concurrency limit holds, and no call is refused
+// a slot; the same slowdown in a process at ease lowers it.
+func TestSaturationLeavesTheConcurrencyLimit(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		pressure time.Duration
+		falls    bool
+	}{{"saturated", 30 * time.Millisecond, false}, {"at ease", 0, true}} {
+		for _, streamed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/streamed=%v", c.name, streamed), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { saturatedLimit(t, c.pressure, streamed, c.falls) })
+			})
+		}
+	}
+}
+
+func saturatedLimit(t *testing.T, pressure time.Duration, streamed, falls bool) {
+	var slow atomic.Bool
+	wait := func() {
+		if slow.Load() {
+			time.Sleep(180 * time.Millisecond) // under the 200 ms shortest read timeout: no cut
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	p := &streamer{
+		complete: func(context.Context, *afloat.Request) (*afloat.Response, error) {
+			wait()
+			return &afloat.Response{Content: "Hello"}, nil
+		},
+		recv: func(_ context.Context, n int) (afloat.Chunk, error) {
+			if n == 0 {
+				wait()
+				return afloat.Chunk{Delta: "Hello"}, nil
+			}
+			return afloat.Chunk{}, io.EOF
+		},
+	}
+	var now atomic.Int64 // the pressure, read by the shedder
+	e, err := New(Config{
+		Providers: []ProviderConfig{{Name: "p0", Provider: p, Retry: RetryConfig{Max: -1}, MaxInFlight: 100}},
+		Shed:      shed.New(0, func() time.Duration { return time.Duration(now.Load()) }), // shedding off
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Route(RouteConfig{Name: "chat", Criticality: afloat.Assistance, Budget: time.Minute, Cascade: []RouteTier{{Provider: "p0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := e.upstreams["p0"].lim
+	var failed atomic.Int64
+	rounds := func(n int) {
+		for range n { // 60 calls at once: more than half the limit, so a window is evidence
+			var wg sync.WaitGroup
+			for range 60 {
+				wg.Go(func() {
+					var err error
+					if streamed {
+						_, err = r.Stream(context.Background(), hi, func(string, int, afloat.Chunk) error { return nil })
+					} else {
+						_, err = r.Complete(context.Background(), hi)
+					}
+					if err != nil {
+						failed.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+		}
+	}
+	rounds(50) // the long run: 1 ms, the process at ease
+	before := lim.Limit()
+	slow.Store(true)
+	now.Store(int64(pressure))
+	rounds(20)
+	if fell := lim.Limit() < before; fell != falls {
+		t.Errorf("answers 1 ms → 180 ms with goroutines waiting %v to run: limit %d → %d; want it to fall: %v", pressure, before, lim.Limit(), falls)
+	}
+	if !falls && failed.Load() > 0 {
+		t.Errorf("%d calls failed; want none", failed.Load())
+	}
 }

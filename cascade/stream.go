@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/limit"
 )
 
 // finishGrace is how long a stream that has sent its finish reason may take to send its usage
@@ -76,7 +77,7 @@ func (a *attempt) stream(ctx context.Context) (*afloat.Response, bool, error) {
 		if emitted || c.Delta != "" || len(c.ToolCalls) > 0 || c.FinishReason != "" {
 			if !emitted {
 				emitted, a.sample = true, a.e.clock.Since(a.began)
-				a.slot.Observe() // the stream holds its slot to the end; its latency is this
+				a.slot.Observe(a.e.sample(limit.Success)) // the stream holds its slot to the end; its latency is this
 			}
 			if err := emit(u.name, tr.idx, c); err != nil {
 				resp.Content = b.String()

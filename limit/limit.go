@@ -10,8 +10,10 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// slack is the latency rise under which the limit never falls (see next).
-const slack = 100 * time.Millisecond
+// Slack is the latency rise under which the limit never falls (see next): noise for a model
+// call. A caller whose own queueing may add this much to a latency (a saturated process)
+// should report its answers as Ignore, or its overload would shrink the provider's limit.
+const Slack = 100 * time.Millisecond
 
 // ErrLimited is Acquire's answer when the limit is reached and the call could not wait: the
 // queue is full, the wait ran out, or no wait was allowed.
@@ -128,18 +130,26 @@ type Permit struct {
 
 // Observe counts the call's latency so far as its sample now, before the slot is released:
 // for a stream, whose time to the first chunk says how fast the provider is while the slot
-// is held as long as the stream lasts. Release then counts no second sample.
-func (p *Permit) Observe() {
+// is held as long as the stream lasts. o is what the call says now (Ignore: nothing, no
+// sample). Release then counts no second sample, whatever its outcome.
+func (p *Permit) Observe(o Outcome) {
 	l := p.l
 	if l == nil || p.observed {
 		return
 	}
 	p.observed = true
+	if o == Ignore {
+		return
+	}
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.win.count++
-	l.win.sum += now.Sub(p.start)
+	if o == Dropped {
+		l.win.dropped = true
+	} else {
+		l.win.count++
+		l.win.sum += now.Sub(p.start)
+	}
 	l.win.maxInUse = max(l.win.maxInUse, l.inFlight)
 	l.endWindow(now)
 	l.grant()
@@ -283,7 +293,7 @@ func (l *Limiter) next(mean time.Duration, count int, dropped bool, inUse, queue
 	// (×1.5) and a slack of 100 ms, under which a change is noise for a model call, which
 	// takes 300 ms to 30 s (a stream's first chunk coming in 50 ms instead of 2 while the
 	// gateway itself is busy says nothing of the provider). At most halving.
-	gradient := max(0.5, min(1.0, (l.tolerance*l.longRTT+float64(slack))/short))
+	gradient := max(0.5, min(1.0, (l.tolerance*l.longRTT+float64(Slack))/short))
 	// The headroom: the square root of the limit, or, while calls waited for a slot and the
 	// latency held, as many as waited (at most the limit: it doubles a window at most), so
 	// that a burst on a provider that keeps its latency is admitted within a few windows.

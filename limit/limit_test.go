@@ -236,7 +236,7 @@ func TestObserveSamplesAStreamAtItsFirstChunk(t *testing.T) {
 		}
 		clock.Advance(2 * time.Millisecond)
 		for i := fresh; i < len(open); i++ {
-			open[i].Observe()
+			open[i].Observe(Success)
 		}
 		clock.Advance(100 * time.Millisecond)
 		// One stream ends: the window closes on it (observed already, it adds no sample).
@@ -273,6 +273,44 @@ func TestSmallRisesAreNoise(t *testing.T) {
 		}
 		if fell := l.Limit() < 100; fell != c.falls {
 			t.Errorf("1ms → %s: limit %d; want it to fall: %v", c.after, l.Limit(), c.falls)
+		}
+	}
+}
+
+// TestObserveIgnoredCountsNoSample: streams whose first chunks came late while the caller
+// itself was saturated (observed as Ignore) do not move the limit, neither then nor when
+// they end; the same first chunks observed as Success make it fall.
+func TestObserveIgnoredCountsNoSample(t *testing.T) {
+	for _, c := range []struct {
+		o     Outcome
+		falls bool
+	}{{Ignore, false}, {Success, true}} {
+		clock := clockwork.NewFakeClock()
+		l := New(Config{Initial: 100, Max: 100, Clock: clock})
+		for range 100 { // the long run: 1 ms
+			round(t, l, clock, 100, time.Millisecond, Success)
+		}
+		var open []Permit
+		for range 20 { // 20 windows of 60 streams whose first chunk comes after 400 ms
+			for range 60 {
+				p, err := l.Acquire(context.Background(), 0)
+				if err != nil {
+					break // the limit fell under 60
+				}
+				open = append(open, p)
+			}
+			clock.Advance(400 * time.Millisecond)
+			for i := range open {
+				open[i].Observe(c.o)
+			}
+			clock.Advance(time.Second)
+			for _, p := range open {
+				p.Release(Success) // observed already: no second sample
+			}
+			open = open[:0]
+		}
+		if fell := l.Limit() < 100; fell != c.falls {
+			t.Errorf("first chunks at 400 ms observed as %d: limit %d; want it to fall: %v", c.o, l.Limit(), c.falls)
 		}
 	}
 }
