@@ -590,16 +590,24 @@ type chatEvents struct {
 	usage   bool // stream_options.include_usage: a last chunk with the usage
 	// finished: the finish chunk went out.
 	finished bool
+	// out, its one choice, and delta and text, are the chunk being written: the stream's
+	// every chunk reuses them, as each is encoded before the next is built.
+	out    completion
+	choice [1]choice
+	delta  choiceDelta
+	text   string
 }
 
-func (f *chatEvents) chunkOf(d *choiceDelta, finish *string) completion {
-	c := completion{ID: f.id, Object: "chat.completion.chunk", Created: f.created, Model: answerModel(f.s.model, f.route),
-		Choices: []choice{{Index: 0, Delta: d, FinishReason: finish}}}
+// chunkOf is the stream's next chunk, of delta d and finish reason finish.
+func (f *chatEvents) chunkOf(d *choiceDelta, finish *string) *completion {
+	f.choice[0] = choice{Index: 0, Delta: d, FinishReason: finish}
+	f.out = completion{ID: f.id, Object: "chat.completion.chunk", Created: f.created, Model: answerModel(f.s.model, f.route),
+		Choices: f.choice[:]}
 	if f.s.continuedBy != "" {
 		// An afloat extension on every chunk after another provider took the stream over.
-		c.Afloat = &continuedJSON{ContinuedBy: f.s.continuedBy}
+		f.out.Afloat = &continuedJSON{ContinuedBy: f.s.continuedBy}
 	}
-	return c
+	return &f.out
 }
 
 func (f *chatEvents) begin() error {
@@ -609,12 +617,12 @@ func (f *chatEvents) begin() error {
 
 func (f *chatEvents) chunk(c afloat.Chunk) error {
 	if c.Delta != "" || len(c.ToolCalls) > 0 {
-		d := &choiceDelta{ToolCalls: toolCallsJSON(c.ToolCalls, true)}
+		f.delta = choiceDelta{ToolCalls: toolCallsJSON(c.ToolCalls, true)}
 		if c.Delta != "" {
-			text := c.Delta
-			d.Content = &text
+			f.text = c.Delta
+			f.delta.Content = &f.text
 		}
-		if err := f.s.event("", f.chunkOf(d, nil)); err != nil {
+		if err := f.s.event("", f.chunkOf(&f.delta, nil)); err != nil {
 			return err
 		}
 	}

@@ -1,9 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/afloat-dev/afloat"
@@ -24,6 +24,10 @@ type sse struct {
 	// model is the upstream model streaming now; first the provider that started the stream,
 	// and continuedBy the one that took over a cut stream.
 	model, first, continuedBy string
+	// buf holds one event while it is written, and enc encodes into it: a stream relays
+	// thousands of chunks, and reusing both keeps a chunk to the allocations of its data.
+	buf bytes.Buffer
+	enc *json.Encoder
 }
 
 func newSSE(w http.ResponseWriter) *sse {
@@ -59,16 +63,21 @@ func (s *sse) open(source afloat.Source, provider string, degraded bool) {
 // event writes one event: an "event:" line when name is not empty (Anthropic's format
 // names each event; OpenAI's has data lines only), then v as its data, and flushes it.
 func (s *sse) event(name string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	s.buf.Reset()
+	if name != "" {
+		s.buf.WriteString("event: ")
+		s.buf.WriteString(name)
+		s.buf.WriteByte('\n')
+	}
+	s.buf.WriteString("data: ")
+	if s.enc == nil {
+		s.enc = json.NewEncoder(&s.buf) // as json.Marshal encodes, HTML characters escaped
+	}
+	if err := s.enc.Encode(v); err != nil { // the value and a newline
 		return err
 	}
-	if name != "" {
-		_, err = fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b)
-	} else {
-		_, err = fmt.Fprintf(s.w, "data: %s\n\n", b)
-	}
-	if err != nil {
+	s.buf.WriteByte('\n')
+	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
 		return err
 	}
 	s.flush()

@@ -49,6 +49,39 @@ type stream struct {
 	byIndex  map[int]int
 	finished bool   // a finish_reason was seen
 	model    string // the model the chunks name
+	// data is the array the events' data is read into: an event is decoded before the
+	// next is read.
+	data []byte
+	// dec decodes the events' JSON from rd, fed bytes so far (see unmarshal).
+	rd  bytes.Reader
+	dec *json.Decoder
+	fed int64
+}
+
+// unmarshal is json.Unmarshal of one event's data into v, by a decoder the stream keeps:
+// Unmarshal builds its decoder's state anew for every call, five allocations a chunk of the
+// thousands a stream relays. As Unmarshal, it refuses anything but space after the value;
+// after an error the next event gets a new decoder.
+func (s *stream) unmarshal(data []byte, v any) error {
+	if s.dec == nil {
+		s.dec, s.fed = json.NewDecoder(&s.rd), 0
+	}
+	s.rd.Reset(data)
+	s.fed += int64(len(data))
+	err := s.dec.Decode(v)
+	if err == nil {
+		// What the decoder has not consumed of all it was given is the end of this event.
+		if left := s.fed - s.dec.InputOffset(); left > 0 && len(bytes.TrimSpace(data[len(data)-int(min(left, int64(len(data)))):])) > 0 {
+			err = errors.New("invalid character after the JSON value")
+		}
+	}
+	if err != nil {
+		s.dec = nil
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // no value at all: not the end of the stream
+		}
+	}
+	return err
 }
 
 var _ afloat.SkipCounter = (*stream)(nil)
@@ -75,7 +108,16 @@ func (s *stream) Finished() bool { return s.finished }
 // bare JSON lines (NDJSON) are read as events too. It is not httpx.EventReader, which reads
 // no "error:" line and returns pending data before a JSON line rather than dropping it.
 func (s *stream) nextEvent() (httpx.Event, error) {
-	var ev httpx.Event
+	ev, err := s.readEvent(s.data[:0])
+	if cap(ev.Data) > cap(s.data) {
+		s.data = ev.Data[:0]
+	}
+	return ev, err
+}
+
+// readEvent is nextEvent, its data read into buf's array.
+func (s *stream) readEvent(buf []byte) (httpx.Event, error) {
+	ev := httpx.Event{Data: buf}
 	var have bool
 	for s.lines.Scan() {
 		line := s.lines.Bytes()
@@ -87,7 +129,7 @@ func (s *stream) nextEvent() (httpx.Event, error) {
 			continue
 		}
 		if line[0] == '{' {
-			return httpx.Event{Type: ev.Type, Data: append([]byte(nil), line...)}, nil
+			return httpx.Event{Type: ev.Type, Data: append(buf[:0], line...)}, nil
 		}
 		field, value, _ := bytes.Cut(line, []byte(":"))
 		value = bytes.TrimPrefix(value, []byte(" "))
@@ -101,7 +143,7 @@ func (s *stream) nextEvent() (httpx.Event, error) {
 		case "event":
 			ev.Type = string(value)
 		case "error":
-			return httpx.Event{Type: "error", Data: append([]byte(nil), value...)}, nil
+			return httpx.Event{Type: "error", Data: append(buf[:0], value...)}, nil
 		}
 		// Comments (": keep-alive"), ids and retry hints carry nothing for us.
 	}
@@ -147,7 +189,7 @@ func (s *stream) decode(ev httpx.Event) (ch afloat.Chunk, emit bool, err error) 
 		return afloat.Chunk{}, false, s.eventError(data)
 	}
 	var w streamChunk
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := s.unmarshal(data, &w); err != nil {
 		return afloat.Chunk{}, false, httpx.Malformed(fmt.Errorf("decode stream chunk: %w", err))
 	}
 	if len(bytes.TrimSpace(w.Error)) > 0 && string(bytes.TrimSpace(w.Error)) != "null" {

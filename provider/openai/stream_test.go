@@ -254,3 +254,36 @@ func TestStreamEndsAtUsageWhenHeldOpen(t *testing.T) {
 		t.Fatalf("chunks %+v, end %v; want the text, the finish and the usage, then io.EOF", chunks, err)
 	}
 }
+
+// TestUnmarshalAsJSONUnmarshal: the decoder a stream keeps for its events accepts and
+// refuses what json.Unmarshal does, event after event, whatever came before.
+func TestUnmarshalAsJSONUnmarshal(t *testing.T) {
+	events := []string{
+		`{"model":"m","choices":[{"index":0,"delta":{"content":"a"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"b"}}]} x`,
+		`{"choices":[{"index":0,"delta":{"content":"c"}}]}}`,
+		`{"choices":[{"index":0,"delta":{"content":"d"}}]}` + "  \n",
+		``,
+		`   `,
+		`{"choices":[{"index":0,"delta":{"content":"e"}}],"usage":{"prompt_tokens":3}}`,
+		`{"choices":[{"index":0,"delta":{"content":`,
+		`"f"}}]}`,
+		`[1,2]`,
+		`{"choices":[{"index":0,"delta":{"content":"g"},"finish_reason":"stop"}]}{"model":"n"}`,
+		`{"model":"o","choices":[{"index":0,"delta":{"content":"h"}}]}`,
+	}
+	s := streamOf("")
+	for _, ev := range events {
+		var got, want streamChunk
+		gotErr, wantErr := s.unmarshal([]byte(ev), &got), json.Unmarshal([]byte(ev), &want)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%q: error %v; json.Unmarshal's %v", ev, gotErr, wantErr)
+		}
+		if gotErr == io.EOF {
+			t.Fatalf("%q: io.EOF would end the stream", ev)
+		}
+		if wantErr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: decoded %+v; json.Unmarshal %+v", ev, got, want)
+		}
+	}
+}
