@@ -461,11 +461,7 @@ func (t *Task) checkInput(in afloat.Input) error {
 	if t.input == nil {
 		return nil
 	}
-	b, err := json.Marshal(in)
-	if err != nil {
-		return &InputError{Field: "input", Problem: err.Error()}
-	}
-	if err := t.input.Validate(b); err != nil {
+	if err := t.input.ValidateValue(map[string]any(in)); err != nil {
 		return inputError(err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	neturl "net/url"
 	"slices"
 	"strings"
@@ -118,6 +119,52 @@ func (c *Contract) Validate(doc json.RawMessage) error {
 		return verr
 	}
 	return nil
+}
+
+// ValidateValue checks a value against the schema as Validate checks its JSON encoding. A
+// value of JSON's own types (what encoding/json decodes into an any: strings, float64 and
+// json.Number, bools, nil, []any, map[string]any) is checked as it is, without encoding it
+// and decoding it again (three passes over an 8 KiB ticket otherwise: the validator reads a
+// float64 as the shortest decimal that encodes it, as it would read the encoding); any other
+// Go value is encoded first. A Go map holds no key twice: there is no duplicate to refuse.
+func (c *Contract) ValidateValue(v any) error {
+	if !isJSON(v) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return &afloat.ContractError{Stage: StageRepair, Details: []string{err.Error()}, Err: err}
+		}
+		return c.Validate(b)
+	}
+	if verr := c.validate(v); verr != nil {
+		return verr
+	}
+	return nil
+}
+
+// isJSON reports whether v holds JSON's own types only, and no float JSON cannot hold (NaN,
+// an infinity: json.Marshal refuses them).
+func isJSON(v any) bool {
+	switch v := v.(type) {
+	case nil, string, bool, json.Number:
+		return true
+	case float64:
+		return !math.IsNaN(v) && !math.IsInf(v, 0)
+	case []any:
+		for _, e := range v {
+			if !isJSON(e) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range v {
+			if !isJSON(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func (c *Contract) validate(v any) *afloat.ContractError {
