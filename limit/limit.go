@@ -130,8 +130,9 @@ type Permit struct {
 
 // Observe counts the call's latency so far as its sample now, before the slot is released:
 // for a stream, whose time to the first chunk says how fast the provider is while the slot
-// is held as long as the stream lasts. o is what the call says now (Ignore: nothing, no
-// sample). Release then counts no second sample, whatever its outcome.
+// is held as long as the stream lasts: o is Success, or Ignore when that latency says
+// nothing of the provider (no sample). Release then counts no second sample, whatever its
+// outcome.
 func (p *Permit) Observe(o Outcome) {
 	l := p.l
 	if l == nil || p.observed {
@@ -144,12 +145,8 @@ func (p *Permit) Observe(o Outcome) {
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if o == Dropped {
-		l.win.dropped = true
-	} else {
-		l.win.count++
-		l.win.sum += now.Sub(p.start)
-	}
+	l.win.count++
+	l.win.sum += now.Sub(p.start)
 	l.win.maxInUse = max(l.win.maxInUse, l.inFlight)
 	l.endWindow(now)
 	l.grant()
