@@ -35,9 +35,18 @@ type child struct {
 	done  chan error
 }
 
+// hopCPU is the CPU each hop's own process is bound to ("" for none: -pin not given); the
+// child reads it from its environment (hopCPUEnv).
+var hopCPU string
+
+const hopCPUEnv = "AFLOAT_BENCH_HOP_CPU"
+
 // startChild runs this program again with -serve kind arg (env added to its environment) and
 // waits for the address it listens on. The child exits when its stdin closes (Close, or this process dying).
 func startChild(kind, arg string, env ...string) (*child, error) {
+	if hopCPU != "" {
+		env = append(env, hopCPUEnv+"="+hopCPU)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -137,6 +146,15 @@ func (c *child) Close() {
 // the folder arg), prints "listening URL" and serves until stdin closes, answering each
 // line "memory" on stdin with its Go runtime's figures.
 func serveChild(kind, arg string, stdout io.Writer) error {
+	if v := os.Getenv(hopCPUEnv); v != "" {
+		cpu, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%s=%q: want a CPU number", hopCPUEnv, v)
+		}
+		if err := pinTo(cpu); err != nil {
+			return err
+		}
+	}
 	var url string
 	var stop func()
 	switch kind {

@@ -87,6 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	pprofAddr := fs.String("pprof", "", "serve the Go profiler (/debug/pprof/) on this loopback address while the benchmarks run")
 	heapProfile := fs.String("streams-heap", "", "write a heap profile of the gateway's process to this file once every stream has started (streams scenario)")
 	serve := fs.String("serve", "", "internal: serve one hop (proxy TARGET_URL, or gateway DIR) in this process, for the benchmarks that measure it on its own")
+	pin := fs.Bool("pin", false, "bind this process (the mocks, the load generator, the gateways built in it) to CPU 0 and each hop's own process to CPU 1 (Linux, 2 CPUs or more)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -96,6 +97,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	}
+	if *pin {
+		if n := runtime.NumCPU(); n < 2 {
+			fmt.Fprintf(stderr, "bench: -pin needs 2 CPUs, this process may run on %d\n", n)
+			return 2
+		}
+		if err := pinTo(0); err != nil {
+			fmt.Fprintf(stderr, "bench: %v\n", err)
+			return 2
+		}
+		hopCPU = "1"
 	}
 	if *scale <= 0 {
 		fmt.Fprintln(stderr, "bench: -duration must be positive")
@@ -142,6 +154,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	r.printf("The mock upstreams and the load generator run in this process; the bare proxy and the gateway in processes of their own "+
 		"for overhead, failfast and streams, in this one for outage, brownout and fleet; all share the machine's cores. "+
 		"Load average at the start: %s.\n\n", loadavg())
+	if *pin {
+		r.printf("Pinned (`-pin`): this process on CPU 0 (one P), each hop's own process on CPU 1 (one P).\n\n")
+	}
 	code := 0
 	for _, s := range chosen {
 		if ctx.Err() != nil {
