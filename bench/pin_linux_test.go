@@ -9,8 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestPinToBindsEveryThread pins the test process to its second CPU and reads every thread's
-// mask back, then puts the process's mask and Ps back as they were.
+// TestPinToBindsEveryThread pins the test process to one CPU and reads every thread's mask
+// back, then puts the process's mask and Ps back as they were.
 func TestPinToBindsEveryThread(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs 2 CPUs")
@@ -29,23 +29,7 @@ func TestPinToBindsEveryThread(t *testing.T) {
 	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Errorf("GOMAXPROCS = %d after pinTo, want 1", got)
 	}
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, task := range tasks {
-		tid, err := strconv.Atoi(task.Name())
-		if err != nil {
-			continue
-		}
-		var got unix.CPUSet
-		if err := unix.SchedGetaffinity(tid, &got); err != nil {
-			continue // the thread ended
-		}
-		if got.Count() != 1 || !got.IsSet(cpu) {
-			t.Errorf("thread %d may run on %d CPUs (CPU %d among them: %v), want CPU %d alone", tid, got.Count(), cpu, got.IsSet(cpu), cpu)
-		}
-	}
+	requireThreadsOn(t, "self", cpu)
 }
 
 // TestHopProcessIsPinned starts a hop's process with hopCPU set (as -pin does) and reads
@@ -62,10 +46,20 @@ func TestHopProcessIsPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	dir := "/proc/" + strconv.Itoa(c.Pid()) + "/task"
+	requireThreadsOn(t, strconv.Itoa(c.Pid()), cpu)
+}
+
+// requireThreadsOn checks that every thread of process pid ("self" for this one) may run on
+// CPU cpu alone.
+func requireThreadsOn(t *testing.T, pid string, cpu int) {
+	t.Helper()
+	dir := "/proc/" + pid + "/task"
 	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(tasks) == 0 {
+		t.Fatalf("%s lists no thread", dir)
 	}
 	for _, task := range tasks {
 		tid, err := strconv.Atoi(task.Name())
@@ -77,11 +71,8 @@ func TestHopProcessIsPinned(t *testing.T) {
 			continue // the thread ended
 		}
 		if got.Count() != 1 || !got.IsSet(cpu) {
-			t.Errorf("the hop's thread %d may run on %d CPUs, want CPU %d alone", tid, got.Count(), cpu)
+			t.Errorf("thread %d of process %s may run on %d CPUs (CPU %d among them: %v), want CPU %d alone", tid, pid, got.Count(), cpu, got.IsSet(cpu), cpu)
 		}
-	}
-	if len(tasks) == 0 {
-		t.Fatalf("%s lists no thread", dir)
 	}
 }
 
