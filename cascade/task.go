@@ -1,6 +1,7 @@
 package cascade
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -427,6 +428,18 @@ func (t *Task) Name() string { return t.name }
 
 // Criticality returns the task's criticality.
 func (t *Task) Criticality() afloat.Criticality { return t.crit }
+
+// Enter waits for a turn at the work that comes before a call of the task runs, such as
+// reading and decoding its body (shed.Shedder.Enter), and returns the function that ends the
+// turn: call it once that work is done. ok is false when afloat is too busy to even read the
+// call: afloat_shed_total counts it, and the caller answers it overloaded.
+func (t *Task) Enter(ctx context.Context) (leave func(), ok bool) {
+	leave, ok = t.e.shed.Enter(ctx, t.crit)
+	if !ok {
+		t.shed.Inc()
+	}
+	return leave, ok
+}
 
 // Policy returns the on_exhausted policy in force.
 func (t *Task) Policy() Policy { return t.policy }

@@ -42,7 +42,7 @@ const triageAnswer = `{"department":"technical","is_urgent":0.8,"urgency_score":
 // mockUpstream is an OpenAI-compatible server whose behaviour a test sets. It records the
 // requests it got.
 type mockUpstream struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *httptest.Server
 	calls  atomic.Int64
 	mu     sync.Mutex
@@ -52,7 +52,7 @@ type mockUpstream struct {
 	auth   []string
 }
 
-func newMockUpstream(t *testing.T, answer string) *mockUpstream {
+func newMockUpstream(t testing.TB, answer string) *mockUpstream {
 	m := &mockUpstream{t: t, mode: "ok", answer: answer}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(m.srv.Close)
@@ -144,7 +144,7 @@ func (s *syncBuffer) String() string {
 }
 
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	primary  *mockUpstream
 	backup   *mockUpstream
 	engine   *cascade.Engine
@@ -164,7 +164,7 @@ type envOption func(*Config)
 // newEnv starts a gateway in-process over two OpenAI-compatible mock upstreams: task
 // "triage" (enrichment), "moderation" (critical, human), "gate" (critical, block) and
 // route "support-agent" (assistance), each over primary then backup.
-func newEnv(t *testing.T, opts ...envOption) *env {
+func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	e := &env{t: t, primary: newMockUpstream(t, triageAnswer), backup: newMockUpstream(t, triageAnswer),
 		faults: map[string]*fault.Provider{}, flags: flags.NewMemory(), review: review.NewMemory(nil),
@@ -264,7 +264,7 @@ func (e *env) do(method, path, token, body string, hdr ...string) (int, http.Hea
 	return resp.StatusCode, resp.Header, b
 }
 
-func decode[T any](t *testing.T, b []byte) T {
+func decode[T any](t testing.TB, b []byte) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal(b, &v); err != nil {

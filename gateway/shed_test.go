@@ -123,3 +123,41 @@ func grepLines(text []byte, s string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestBusyTurnsAnswerOverloaded: with every turn at reading calls taken (afloat saturated), an
+// enrichment call waits the shedding threshold and is answered 503 with Retry-After, unread
+// and counted as shed, while a critical call, which takes no turn, is read and answered; once
+// the turns are free the enrichment call is answered again.
+func TestBusyTurnsAnswerOverloaded(t *testing.T) {
+	e := newEnv(t)
+	triage := e.gw.served().tasks["triage"]
+	var held []func()
+	for {
+		leave, ok := triage.Enter(t.Context())
+		if !ok {
+			break // every turn is taken: this last call waited the threshold and was refused
+		}
+		held = append(held, leave)
+		if len(held) > 1024 {
+			t.Fatal("turns without end")
+		}
+	}
+	status, hdr, body := e.do("POST", "/v1/tasks/triage", clientKey, `{"input": {"message": "the site is down"}}`)
+	if status != http.StatusServiceUnavailable || hdr.Get("Retry-After") != "1" || !strings.Contains(string(body), `"code":"overloaded"`) {
+		t.Errorf("enrichment call with every turn taken: %d, Retry-After %q, %s; want 503 overloaded with Retry-After 1", status, hdr.Get("Retry-After"), body)
+	}
+	status, _, body = e.do("POST", "/v1/tasks/moderation", clientKey, `{"input": {"message": "is this allowed?"}}`)
+	if status == http.StatusServiceUnavailable || e.primary.calls.Load() == 0 {
+		t.Errorf("critical call with every turn taken: %d %s; want it read and its providers asked", status, body)
+	}
+	_, _, metrics := e.do("GET", "/metrics", "", "")
+	if !containsLine(metrics, `afloat_shed_total{task="triage"} 2`) {
+		t.Errorf("afloat_shed_total: want triage 2 (the refused Enter and the call) in\n%s", grepLines(metrics, "afloat_shed_total"))
+	}
+	for _, leave := range held {
+		leave()
+	}
+	if status, _, body := e.do("POST", "/v1/tasks/triage", clientKey, `{"input": {"message": "the site is down"}}`); status != http.StatusOK {
+		t.Errorf("enrichment call once the turns are free: %d %s; want 200", status, body)
+	}
+}

@@ -96,13 +96,13 @@ func (g *Gateway) task(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown_task", fmt.Sprintf("no task %q", name))
 		return
 	}
-	body, ok := readJSON(w, r)
+	body, req, ok := g.readTask(w, r, t)
 	if !ok {
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
-		g.runTask(w, r, t, body)
+		g.runTask(w, r, t, req)
 		return
 	}
 	if len(key) > 255 {
@@ -132,7 +132,7 @@ func (g *Gateway) task(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(entry.payload)
 		return
 	}
-	rec := g.runFirst(entry, r.WithContext(cascade.WithIdempotencyKey(r.Context(), key)), t, body)
+	rec := g.runFirst(entry, r.WithContext(cascade.WithIdempotencyKey(r.Context(), key)), t, req)
 	for k, v := range rec.header {
 		w.Header()[k] = v
 	}
@@ -146,7 +146,7 @@ func (g *Gateway) task(w http.ResponseWriter, r *http.Request) {
 // entry with the answer. It settles in a deferred call, so that a panic settles the entry
 // too, as the 500 its client gets: that drops the entry, and a retry runs again instead of
 // waiting for an answer that never comes. The panic goes on up to recover.
-func (g *Gateway) runFirst(entry *idemEntry, r *http.Request, t *cascade.Task, body []byte) *recorder {
+func (g *Gateway) runFirst(entry *idemEntry, r *http.Request, t *cascade.Task, req *taskRequest) *recorder {
 	rec := &recorder{header: http.Header{}}
 	answered := false
 	defer func() {
@@ -161,18 +161,37 @@ func (g *Gateway) runFirst(entry *idemEntry, r *http.Request, t *cascade.Task, b
 		}
 		g.idem.finish(entry, status, settled.header, settled.body)
 	}()
-	g.runTask(rec, r, t, body)
+	g.runTask(rec, r, t, req)
 	answered = true
 	return rec
 }
 
-// runTask runs one task call and writes the envelope with the status of its policy.
-func (g *Gateway) runTask(w http.ResponseWriter, r *http.Request, t *cascade.Task, body []byte) {
+// readTask reads and decodes a task call's body in a turn of the task's (cascade.Task.Enter),
+// so that while afloat is saturated calls are read a few at a time and a critical call does not
+// wait behind the reading of all the others. It answers the call itself when it fails: 503
+// with Retry-After when no turn came, 4xx for a bad body.
+func (g *Gateway) readTask(w http.ResponseWriter, r *http.Request, t *cascade.Task) ([]byte, *taskRequest, bool) {
+	leave, ok := t.Enter(r.Context())
+	if !ok {
+		setRetryAfter(w, time.Second)
+		writeError(w, http.StatusServiceUnavailable, "overloaded", "afloat is overloaded and did not read the call; retry in a second")
+		return nil, nil, false
+	}
+	defer leave()
+	body, ok := readJSON(w, r)
+	if !ok {
+		return nil, nil, false
+	}
 	req, err := decodeTaskRequest(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
-		return
+		return nil, nil, false
 	}
+	return body, req, true
+}
+
+// runTask runs one task call and writes the envelope with the status of its policy.
+func (g *Gateway) runTask(w http.ResponseWriter, r *http.Request, t *cascade.Task, req *taskRequest) {
 	ctx := r.Context()
 	if req.BudgetMS != nil {
 		var cancel context.CancelFunc

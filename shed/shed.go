@@ -9,11 +9,17 @@
 // twice the threshold assistance calls are shed too; critical calls are never shed, so that
 // they never wait behind enrichment. A shed call costs no provider call and says nothing of
 // any provider.
+//
+// Shedding decides after a call is read; what comes before (a gateway reads and decodes each
+// call's body) it orders with turns (Enter): while the process is saturated those turns are
+// what it runs, a few at a time and the newest waiting first, so that a critical call, which
+// never waits for one, does not queue behind the reading of every call that arrived.
 package shed
 
 import (
 	"context"
 	"math"
+	"runtime"
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
@@ -39,14 +45,20 @@ const (
 type Shedder struct {
 	threshold time.Duration
 	pressure  func() time.Duration
+	turns     turns
 }
 
 // New returns a Shedder that reads the scheduling latency from pressure (a Sampler's
-// Latency, or a test's) and sheds above threshold. A threshold ≤ 0 turns shedding off;
-// Pressure still reads the latency.
+// Latency, or a test's) and sheds above threshold. A threshold ≤ 0 turns shedding off, and
+// turns with it; Pressure still reads the latency. It gives twice GOMAXPROCS turns at once,
+// and a call waits for one the threshold, at least minTurnWait.
 func New(threshold time.Duration, pressure func() time.Duration) *Shedder {
-	return &Shedder{threshold: threshold, pressure: pressure}
+	return &Shedder{threshold: threshold, pressure: pressure, turns: turns{n: 2 * runtime.GOMAXPROCS(0), wait: max(threshold, minTurnWait)}}
 }
+
+// minTurnWait is the shortest wait for a turn: the sampler's window. A wait shorter than the
+// scheduler's own hiccups would refuse calls that a busy moment only delayed.
+const minTurnWait = 250 * time.Millisecond
 
 // Level is the saturation now.
 func (s *Shedder) Level() Level {
@@ -81,6 +93,87 @@ func (s *Shedder) Shed(c afloat.Criticality) bool {
 		return c == afloat.Enrichment
 	}
 	return false
+}
+
+// Enter waits for a turn at the work that comes before a call of criticality c runs (reading
+// and decoding it) and returns the function that ends the turn; call it once that work is
+// done, not after the call, which may wait on a provider. A critical call never waits. Others
+// take one of a few turns: at once while one is free, else they wait, the newest first, for
+// the shedding threshold (a quarter second at least). ok is false when no turn came by then, or ctx ended first:
+// afloat is too busy to even read the call, and the caller answers it overloaded (503 with
+// Retry-After), the one answer that costs nothing to give. With shedding off every call
+// enters at once.
+func (s *Shedder) Enter(ctx context.Context, c afloat.Criticality) (leave func(), ok bool) {
+	if s == nil || s.threshold <= 0 || c == afloat.Critical {
+		return func() {}, true
+	}
+	return s.turns.enter(ctx)
+}
+
+// turns gives n turns at once; the others wait on a stack, so that the newest waiting, the
+// most likely to still be within its budget, goes first.
+type turns struct {
+	n    int
+	wait time.Duration
+
+	mu      sync.Mutex
+	busy    int
+	waiting []chan struct{} // the newest last; a turn is handed by closing its channel
+
+	testGiveUp func() // a test's, run between a wait's end and its giving up
+}
+
+func (t *turns) enter(ctx context.Context) (leave func(), ok bool) {
+	t.mu.Lock()
+	if t.busy < t.n {
+		t.busy++
+		t.mu.Unlock()
+		return t.leave, true
+	}
+	ch := make(chan struct{})
+	t.waiting = append(t.waiting, ch)
+	t.mu.Unlock()
+
+	timer := time.NewTimer(t.wait)
+	defer timer.Stop()
+	select {
+	case <-ch:
+		return t.leave, true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	if t.testGiveUp != nil {
+		t.testGiveUp()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, w := range t.waiting {
+		if w == ch {
+			t.waiting = append(t.waiting[:i], t.waiting[i+1:]...)
+			return nil, false
+		}
+	}
+	// The turn was handed over as the wait ended: pass it on.
+	t.handOver()
+	return nil, false
+}
+
+// leave ends a turn: the newest waiting call takes it.
+func (t *turns) leave() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.handOver()
+}
+
+// handOver gives a turn that ends to the newest waiting call, or frees it; t.mu is held.
+func (t *turns) handOver() {
+	if n := len(t.waiting); n > 0 {
+		close(t.waiting[n-1])
+		t.waiting[n-1] = nil
+		t.waiting = t.waiting[:n-1]
+		return
+	}
+	t.busy--
 }
 
 // Sampler measures the scheduling latency: every period it reads the runtime's histogram of

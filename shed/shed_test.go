@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime/metrics"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/afloat-dev/afloat"
@@ -73,4 +74,118 @@ func TestSamplerReadsTheRuntime(t *testing.T) {
 	running := NewSampler(context.Background(), time.Millisecond)
 	running.Close() // stops its goroutine: Close returns only once it has
 	running.Close() // and a second Close is harmless
+}
+
+// TestTurns: a few turns at once; the others wait, the newest first, at most the threshold;
+// a critical call never waits; off, nobody does.
+func TestTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(300*time.Millisecond, func() time.Duration { return 0 })
+		s.turns.n = 2
+		ctx := context.Background()
+		var held []func()
+		for range 2 {
+			leave, ok := s.Enter(ctx, afloat.Enrichment)
+			if !ok {
+				t.Fatal("a free turn was refused")
+			}
+			held = append(held, leave)
+		}
+		if leave, ok := s.Enter(ctx, afloat.Critical); !ok {
+			t.Fatal("a critical call waited for a turn")
+		} else {
+			leave()
+		}
+
+		// Two calls wait, the second newer; a turn that ends goes to the newer.
+		got := make(chan string, 2)
+		wait := func(name string) {
+			go func() {
+				leave, ok := s.Enter(ctx, afloat.Assistance)
+				if !ok {
+					got <- name + " refused"
+					return
+				}
+				got <- name
+				time.Sleep(10 * time.Millisecond) // its turn's work
+				leave()
+			}()
+			synctest.Wait()
+		}
+		wait("older")
+		wait("newer")
+		start := time.Now()
+		held[0]()
+		if first := <-got; first != "newer" {
+			t.Fatalf("the turn went to %q; want the newest waiting", first)
+		}
+		if second := <-got; second != "older" {
+			t.Fatalf("the next turn went to %q; want the older call once the newer's work ended", second)
+		}
+		if d := time.Since(start); d != 10*time.Millisecond {
+			t.Errorf("the older call entered %s after the turn ended; want 10ms, as the newer left", d)
+		}
+
+		// Both left: one turn is free again. With it taken too, a call waits the threshold and
+		// is refused, and the turns stay counted right.
+		synctest.Wait()
+		extra, ok := s.Enter(ctx, afloat.Enrichment)
+		if !ok {
+			t.Fatal("the turn the waiting calls left was not freed")
+		}
+		start = time.Now()
+		if _, ok := s.Enter(ctx, afloat.Enrichment); ok {
+			t.Fatal("a call entered with every turn taken")
+		}
+		if d := time.Since(start); d != 300*time.Millisecond {
+			t.Errorf("refused after %s; want the threshold, 300ms", d)
+		}
+		if low := New(time.Millisecond, nil); low.turns.wait != minTurnWait {
+			t.Errorf("with a 1ms threshold a call waits %s for a turn; want %s", low.turns.wait, minTurnWait)
+		}
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, ok := s.Enter(cancelled, afloat.Enrichment); ok {
+			t.Error("a call whose context ended entered with every turn taken")
+		}
+		held[1]()
+		extra()
+		for range 2 {
+			if _, ok := s.Enter(ctx, afloat.Enrichment); !ok {
+				t.Fatal("a turn left was not freed")
+			}
+		}
+		if _, ok := s.Enter(cancelled, afloat.Enrichment); ok {
+			t.Error("a third turn was given with two")
+		}
+
+		for _, off := range []*Shedder{nil, {}, New(0, nil)} {
+			for range 5 {
+				if _, ok := off.Enter(cancelled, afloat.Enrichment); !ok {
+					t.Fatalf("%+v refused a turn; want every call entering at once with shedding off", off)
+				}
+			}
+		}
+	})
+}
+
+// TestTurnHandedAsTheWaitEnds: a turn handed to a call just as its wait ended is passed on,
+// not lost.
+func TestTurnHandedAsTheWaitEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(100*time.Millisecond, nil)
+		s.turns.n = 1
+		leave, _ := s.Enter(context.Background(), afloat.Enrichment) // the one turn, held
+		s.turns.testGiveUp = leave                                   // it ends between the waiting call's timeout and its giving up
+		if _, ok := s.Enter(context.Background(), afloat.Enrichment); ok {
+			t.Fatal("a call entered after its wait ended")
+		}
+		s.turns.testGiveUp = nil
+		if _, ok := s.Enter(context.Background(), afloat.Enrichment); !ok {
+			t.Fatal("the turn handed to a call that gave up was lost")
+		}
+		if len(s.turns.waiting) != 0 || s.turns.busy != 1 {
+			t.Errorf("%d waiting, %d busy; want none waiting and the one turn taken", len(s.turns.waiting), s.turns.busy)
+		}
+	})
 }
