@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,30 +95,12 @@ func readJSON(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
 	if !jsonBody(w, r) {
 		return nil, false
 	}
-	body, err := readBody(r)
+	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		bodyError(w, r, err)
 		return nil, false
 	}
 	return body, true
-}
-
-// maxPresize bounds the buffer a declared Content-Length sizes before any byte came (a
-// declared length costs a client nothing); a longer body grows it as it comes.
-const maxPresize = 64 << 10
-
-// readBody reads a request's body into one buffer sized by its Content-Length, where
-// io.ReadAll grows one step by step and copies it at each (an 8 KiB task call: 9 KiB more
-// allocated, and copied, every call; BenchmarkTaskCall).
-func readBody(r *http.Request) ([]byte, error) {
-	n := r.ContentLength
-	if n <= 0 {
-		return io.ReadAll(r.Body)
-	}
-	// bytes.MinRead of room past the end, so that reading the end of the body grows nothing.
-	buf := bytes.NewBuffer(make([]byte, 0, min(n, maxPresize)+bytes.MinRead))
-	_, err := buf.ReadFrom(r.Body)
-	return buf.Bytes(), err
 }
 
 // bodyError answers a body that could not be read: 413 when it is over the limit.
