@@ -430,12 +430,12 @@ func (t *Task) Name() string { return t.name }
 func (t *Task) Criticality() afloat.Criticality { return t.crit }
 
 // Enter waits for a turn at the work that comes before a call of the task runs, such as
-// reading and decoding its body (shed.Shedder.Enter), and returns the function that ends the
-// turn: call it once that work is done. ok is false when afloat is too busy to even read the
-// call: afloat_shed_total counts it, and the caller answers it overloaded.
+// decoding its body (shed.Shedder.Enter), and returns the function that ends the turn: call it
+// once that work is done. ok is false when afloat is too busy to even start the call
+// (afloat_shed_total counts it, and the caller answers it overloaded) or ctx ended first.
 func (t *Task) Enter(ctx context.Context) (leave func(), ok bool) {
 	leave, ok = t.e.shed.Enter(ctx, t.crit)
-	if !ok {
+	if !ok && ctx.Err() == nil {
 		t.shed.Inc()
 	}
 	return leave, ok

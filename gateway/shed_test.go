@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -159,5 +162,25 @@ func TestBusyTurnsAnswerOverloaded(t *testing.T) {
 	}
 	if status, _, body := e.do("POST", "/v1/tasks/triage", clientKey, `{"input": {"message": "the site is down"}}`); status != http.StatusOK {
 		t.Errorf("enrichment call once the turns are free: %d %s; want 200", status, body)
+	}
+}
+
+// TestSlowBodyHoldsNoTurn: calls whose bodies are slow to come hold no turn (the body is read
+// before it), so they cannot keep the others from running.
+func TestSlowBodyHoldsNoTurn(t *testing.T) {
+	e := newEnv(t)
+	for range 2*runtime.GOMAXPROCS(0) + 2 {
+		c, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// Headers and the start of a body that never ends.
+		fmt.Fprintf(c, "POST /v1/tasks/triage HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"input\": ", clientKey)
+	}
+	for range 3 {
+		if status, _, body := e.do("POST", "/v1/tasks/triage", clientKey, `{"input": {"message": "the site is down"}}`); status != http.StatusOK {
+			t.Fatalf("a call beside slow bodies: %d %s; want 200", status, body)
+		}
 	}
 }

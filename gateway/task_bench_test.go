@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// longTicket is the bench tool's overload call: an 8 KiB ticket.
+// longTicket is an 8 KiB ticket, the size of the bench tool's overload call.
 var longTicket = []byte(fmt.Sprintf(`{"input": {"message": %q}}`, strings.Repeat("The site does not open since this morning. ", 195)))
 
 // BenchmarkTaskCall is the gateway's own work on one task call with an 8 KiB ticket: asked

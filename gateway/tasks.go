@@ -166,22 +166,25 @@ func (g *Gateway) runFirst(entry *idemEntry, r *http.Request, t *cascade.Task, r
 	return rec
 }
 
-// readTask reads and decodes a task call's body in a turn of the task's (cascade.Task.Enter),
-// so that while afloat is saturated calls are read a few at a time and a critical call does not
-// wait behind the reading of all the others. It answers the call itself when it fails: 503
-// with Retry-After when no turn came, 4xx for a bad body.
+// readTask reads a task call's body and decodes it in a turn of the task's
+// (cascade.Task.Enter), so that while afloat is saturated calls are decoded a few at a time
+// and a critical call does not wait behind the decoding of all the others. The body is read
+// before the turn: a client slow to send it holds no turn. It answers the call itself when it
+// fails: 503 with Retry-After when no turn came, 4xx for a bad body.
 func (g *Gateway) readTask(w http.ResponseWriter, r *http.Request, t *cascade.Task) ([]byte, *taskRequest, bool) {
-	leave, ok := t.Enter(r.Context())
-	if !ok {
-		setRetryAfter(w, time.Second)
-		writeError(w, http.StatusServiceUnavailable, "overloaded", "afloat is overloaded and did not read the call; retry in a second")
-		return nil, nil, false
-	}
-	defer leave()
 	body, ok := readJSON(w, r)
 	if !ok {
 		return nil, nil, false
 	}
+	leave, ok := t.Enter(r.Context())
+	if !ok {
+		if r.Context().Err() == nil { // else the client left: nobody reads an answer
+			setRetryAfter(w, time.Second)
+			writeError(w, http.StatusServiceUnavailable, "overloaded", "afloat is overloaded and did not run the call; retry in a second")
+		}
+		return nil, nil, false
+	}
+	defer leave()
 	req, err := decodeTaskRequest(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())

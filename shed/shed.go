@@ -10,10 +10,10 @@
 // they never wait behind enrichment. A shed call costs no provider call and says nothing of
 // any provider.
 //
-// Shedding decides after a call is read; what comes before (a gateway reads and decodes each
-// call's body) it orders with turns (Enter): while the process is saturated those turns are
-// what it runs, a few at a time and the newest waiting first, so that a critical call, which
-// never waits for one, does not queue behind the reading of every call that arrived.
+// Shedding decides once a call is decoded; the decoding (a gateway's of each call's body) it
+// orders with turns (Enter): while the process is saturated those turns are what it runs, a
+// few at a time and the newest waiting first, so that a critical call, which never waits for
+// one, does not queue behind the decoding of every call that arrived.
 package shed
 
 import (
@@ -95,14 +95,14 @@ func (s *Shedder) Shed(c afloat.Criticality) bool {
 	return false
 }
 
-// Enter waits for a turn at the work that comes before a call of criticality c runs (reading
-// and decoding it) and returns the function that ends the turn; call it once that work is
-// done, not after the call, which may wait on a provider. A critical call never waits. Others
-// take one of a few turns: at once while one is free, else they wait, the newest first, for
-// the shedding threshold (a quarter second at least). ok is false when no turn came by then, or ctx ended first:
-// afloat is too busy to even read the call, and the caller answers it overloaded (503 with
-// Retry-After), the one answer that costs nothing to give. With shedding off every call
-// enters at once.
+// Enter waits for a turn at the CPU work that comes before a call of criticality c runs
+// (decoding it) and returns the function that ends the turn; call it once that work is done,
+// not after the call, which may wait on a provider (a second call of it does nothing). A
+// critical call never waits. Others take one of a few turns: at once while one is free, else
+// they wait, the newest first, for the shedding threshold (a quarter second at least). ok is
+// false when no turn came by then, or ctx ended first: afloat is too busy to even start the
+// call, and the caller answers it overloaded (503 with Retry-After), the one answer that costs
+// nothing to give. With shedding off every call enters at once.
 func (s *Shedder) Enter(ctx context.Context, c afloat.Criticality) (leave func(), ok bool) {
 	if s == nil || s.threshold <= 0 || c == afloat.Critical {
 		return func() {}, true
@@ -128,7 +128,7 @@ func (t *turns) enter(ctx context.Context) (leave func(), ok bool) {
 	if t.busy < t.n {
 		t.busy++
 		t.mu.Unlock()
-		return t.leave, true
+		return t.leaver(), true
 	}
 	ch := make(chan struct{})
 	t.waiting = append(t.waiting, ch)
@@ -138,7 +138,7 @@ func (t *turns) enter(ctx context.Context) (leave func(), ok bool) {
 	defer timer.Stop()
 	select {
 	case <-ch:
-		return t.leave, true
+		return t.leaver(), true
 	case <-timer.C:
 	case <-ctx.Done():
 	}
@@ -149,7 +149,9 @@ func (t *turns) enter(ctx context.Context) (leave func(), ok bool) {
 	defer t.mu.Unlock()
 	for i, w := range t.waiting {
 		if w == ch {
-			t.waiting = append(t.waiting[:i], t.waiting[i+1:]...)
+			n := copy(t.waiting[i:], t.waiting[i+1:])
+			t.waiting[i+n] = nil
+			t.waiting = t.waiting[:i+n]
 			return nil, false
 		}
 	}
@@ -158,11 +160,17 @@ func (t *turns) enter(ctx context.Context) (leave func(), ok bool) {
 	return nil, false
 }
 
-// leave ends a turn: the newest waiting call takes it.
-func (t *turns) leave() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.handOver()
+// leaver returns the function that ends a turn, once: the newest waiting call takes it.
+func (t *turns) leaver() func() {
+	var left atomic.Bool
+	return func() {
+		if left.Swap(true) {
+			return
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.handOver()
+	}
 }
 
 // handOver gives a turn that ends to the newest waiting call, or frees it; t.mu is held.

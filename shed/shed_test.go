@@ -2,8 +2,10 @@ package shed
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"runtime/metrics"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -99,8 +101,9 @@ func TestTurns(t *testing.T) {
 
 		// Two calls wait, the second newer; a turn that ends goes to the newer.
 		got := make(chan string, 2)
+		var done sync.WaitGroup
 		wait := func(name string) {
-			go func() {
+			done.Go(func() {
 				leave, ok := s.Enter(ctx, afloat.Assistance)
 				if !ok {
 					got <- name + " refused"
@@ -109,7 +112,8 @@ func TestTurns(t *testing.T) {
 				got <- name
 				time.Sleep(10 * time.Millisecond) // its turn's work
 				leave()
-			}()
+				leave() // a second call of it gives nothing back
+			})
 			synctest.Wait()
 		}
 		wait("older")
@@ -128,7 +132,10 @@ func TestTurns(t *testing.T) {
 
 		// Both left: one turn is free again. With it taken too, a call waits the threshold and
 		// is refused, and the turns stay counted right.
-		synctest.Wait()
+		done.Wait()
+		if s.turns.busy != 1 || len(s.turns.waiting) != 0 {
+			t.Fatalf("%d turns taken, %d calls waiting once both left; want 1 and 0", s.turns.busy, len(s.turns.waiting))
+		}
 		extra, ok := s.Enter(ctx, afloat.Enrichment)
 		if !ok {
 			t.Fatal("the turn the waiting calls left was not freed")
@@ -145,8 +152,9 @@ func TestTurns(t *testing.T) {
 		}
 		cancelled, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, ok := s.Enter(cancelled, afloat.Enrichment); ok {
-			t.Error("a call whose context ended entered with every turn taken")
+		start = time.Now()
+		if _, ok := s.Enter(cancelled, afloat.Enrichment); ok || time.Since(start) != 0 {
+			t.Errorf("a call whose context ended: entered %v after %s; want it refused at once with every turn taken", ok, time.Since(start))
 		}
 		held[1]()
 		extra()
@@ -186,6 +194,42 @@ func TestTurnHandedAsTheWaitEnds(t *testing.T) {
 		}
 		if len(s.turns.waiting) != 0 || s.turns.busy != 1 {
 			t.Errorf("%d waiting, %d busy; want none waiting and the one turn taken", len(s.turns.waiting), s.turns.busy)
+		}
+	})
+}
+
+// TestOlderWaitEndsFirst: the oldest waiting call, the first to give up, leaves the newer ones
+// waiting, and the next turn goes to the newest of them.
+func TestOlderWaitEndsFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(300*time.Millisecond, nil)
+		s.turns.n = 1
+		ctx := context.Background()
+		leave, _ := s.Enter(ctx, afloat.Enrichment) // the one turn, held
+		entered := make(chan string, 3)
+		for i, name := range []string{"oldest", "middle", "newest"} {
+			go func() {
+				_, ok := s.Enter(ctx, afloat.Enrichment)
+				entered <- fmt.Sprintf("%s %v", name, ok)
+			}()
+			time.Sleep(time.Duration(100*(i+1)) * time.Millisecond / 2) // the next comes later
+			synctest.Wait()
+		}
+		if got := <-entered; got != "oldest false" {
+			t.Fatalf("first out: %q; want the oldest, refused when its wait ended", got)
+		}
+		if len(s.turns.waiting) != 2 {
+			t.Fatalf("%d calls waiting after the oldest gave up; want 2", len(s.turns.waiting))
+		}
+		leave()
+		if got := <-entered; got != "newest true" {
+			t.Fatalf("the turn went to %q; want the newest", got)
+		}
+		if got := <-entered; got != "middle false" {
+			t.Fatalf("then %q; want the middle one refused when its wait ended", got)
+		}
+		if s.turns.busy != 1 || len(s.turns.waiting) != 0 {
+			t.Errorf("%d turns taken, %d waiting; want the newest's turn and none waiting", s.turns.busy, len(s.turns.waiting))
 		}
 	})
 }
