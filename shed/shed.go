@@ -53,7 +53,7 @@ type Shedder struct {
 // turns with it; Pressure still reads the latency. It gives twice GOMAXPROCS turns at once,
 // and a call waits for one the threshold, at least minTurnWait.
 func New(threshold time.Duration, pressure func() time.Duration) *Shedder {
-	return &Shedder{threshold: threshold, pressure: pressure, turns: turns{n: 2 * runtime.GOMAXPROCS(0), wait: max(threshold, minTurnWait)}}
+	return &Shedder{threshold: threshold, pressure: pressure, turns: turns{wait: max(threshold, minTurnWait)}}
 }
 
 // minTurnWait is the shortest wait for a turn: the sampler's window. A wait shorter than the
@@ -110,8 +110,9 @@ func (s *Shedder) Enter(ctx context.Context, c afloat.Criticality) (leave func()
 	return s.turns.enter(ctx)
 }
 
-// turns gives n turns at once; the others wait on a stack, so that the newest waiting, the
-// most likely to still be within its budget, goes first.
+// turns gives n turns at once (0: twice GOMAXPROCS, read at each call, since it can change
+// at run time); the others wait on a stack, so that the newest waiting, the most likely to
+// still be within its budget, goes first.
 type turns struct {
 	n    int
 	wait time.Duration
@@ -124,8 +125,12 @@ type turns struct {
 }
 
 func (t *turns) enter(ctx context.Context) (leave func(), ok bool) {
+	n := t.n
+	if n <= 0 {
+		n = 2 * runtime.GOMAXPROCS(0)
+	}
 	t.mu.Lock()
-	if t.busy < t.n {
+	if t.busy < n {
 		t.busy++
 		t.mu.Unlock()
 		return t.leaver(), true
