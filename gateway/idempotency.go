@@ -1,11 +1,7 @@
 package gateway
 
 import (
-	"bytes"
 	"container/list"
-	"crypto/sha256"
-	"encoding/json"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -44,10 +40,8 @@ func newIdempotency(clock clockwork.Clock, ttl time.Duration, max int) *idempote
 // runs the call and must finish the entry, in a deferred call (an entry never finished holds
 // its key, and every retry with it waits until its own context ends). Otherwise it returns
 // the existing entry, whose done channel closes once its answer is known. A nil entry with
-// false means the key was used with another body. Bodies are compared as canonical JSON, so
-// that a retry whose client spaced or ordered the same JSON otherwise is the same call.
-func (c *idempotency) begin(key string, body []byte) (*idemEntry, bool) {
-	sum := sha256.Sum256(canonicalJSON(body))
+// false means the key was used with another body: sum is the body's hash (taskRequest.sum).
+func (c *idempotency) begin(key string, sum [32]byte) (*idemEntry, bool) {
 	now := c.clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -69,25 +63,6 @@ func (c *idempotency) begin(key string, body []byte) (*idemEntry, bool) {
 	e := &idemEntry{key: key, body: sum, at: now, done: make(chan struct{})}
 	c.m[key] = c.order.PushBack(e)
 	return e, true
-}
-
-// canonicalJSON returns body as canonical JSON: no insignificant space, object keys sorted,
-// numbers as written. A body that is not one JSON value is returned as it is.
-func canonicalJSON(body []byte) []byte {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return body
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return body // more after the value
-	}
-	canon, err := json.Marshal(v)
-	if err != nil {
-		return body
-	}
-	return canon
 }
 
 // finish records the answer of a reserved entry. An answer that is not final (status 0 when

@@ -30,17 +30,38 @@ func TestIdempotencyKeyComparesCanonicalJSON(t *testing.T) {
 	}
 }
 
-func TestCanonicalJSON(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"b": 1, "a": [1.50, {"d": null, "c": "x"}]}`, `{"a":[1.50,{"c":"x","d":null}],"b":1}`},
-		{` "s" `, `"s"`},
-		{`{"a": 1`, `{"a": 1`},         // bad JSON: the bytes
-		{`{"a": 1} {}`, `{"a": 1} {}`}, // two values: the bytes
-		{``, ``},
-	}
-	for _, tt := range tests {
-		if got := string(canonicalJSON([]byte(tt.in))); got != tt.want {
-			t.Errorf("canonicalJSON(%q) = %q, want %q", tt.in, got, tt.want)
+// TestTaskRequestSum: the hash of a task call is that of its canonical JSON: the same for
+// other spacing, key order, string escapes and an explicit "budget_ms": null; another for
+// any other value, a number written otherwise included.
+func TestTaskRequestSum(t *testing.T) {
+	sum := func(body string) [32]byte {
+		t.Helper()
+		req, err := decodeTaskRequest([]byte(body))
+		if err != nil {
+			t.Fatalf("decode %s: %v", body, err)
 		}
+		return req.sum()
+	}
+	base := sum(`{"input": {"b": [1.50, {"d": null, "c": "x"}], "a": 1}, "budget_ms": 900}`)
+	for _, same := range []string{
+		`{"budget_ms":900,"input":{"a":1,"b":[1.50,{"c":"x","d":null}]}}`,
+		"{\n\t\"input\" : {\"a\": 1, \"b\": [1.50, {\"c\": \"\\u0078\", \"d\": null}]},\n \"budget_ms\": 900}",
+	} {
+		if sum(same) != base {
+			t.Errorf("%s: another sum, want the same", same)
+		}
+	}
+	for _, other := range []string{
+		`{"input": {"b": [1.5, {"d": null, "c": "x"}], "a": 1}, "budget_ms": 900}`,
+		`{"input": {"b": [1.50, {"d": null, "c": "y"}], "a": 1}, "budget_ms": 900}`,
+		`{"input": {"b": [1.50, {"d": null, "c": "x"}], "a": 1}, "budget_ms": 901}`,
+		`{"input": {"b": [1.50, {"d": null, "c": "x"}], "a": 1}}`,
+	} {
+		if sum(other) == base {
+			t.Errorf("%s: the same sum, want another", other)
+		}
+	}
+	if sum(`{"input": {}, "budget_ms": null}`) != sum(`{"input": {}}`) {
+		t.Error(`"budget_ms": null and no budget_ms: other sums, want the same`)
 	}
 }

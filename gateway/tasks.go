@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,7 +26,19 @@ const maxBudgetMS = 3_600_000
 // taskRequest is the body of POST /v1/tasks/{task}.
 type taskRequest struct {
 	Input    map[string]any `json:"input"`
-	BudgetMS *int64         `json:"budget_ms"`
+	BudgetMS *int64         `json:"budget_ms,omitempty"`
+}
+
+// sum hashes the call as canonical JSON (object keys sorted, no insignificant space, numbers
+// as written), so that a retry with an Idempotency-Key whose client spaced or ordered the
+// same body otherwise is the same call, and the same body with "budget_ms": null or without
+// it too.
+func (req *taskRequest) sum() [32]byte {
+	canon, err := json.Marshal(req)
+	if err != nil { // the values came from JSON: not reached
+		panic(fmt.Sprintf("gateway: a decoded task call does not encode: %v", err))
+	}
+	return sha256.Sum256(canon)
 }
 
 // decodeTaskRequest reads a task call's body. Errors are meant for the caller.
@@ -96,11 +109,11 @@ func (g *Gateway) task(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown_task", fmt.Sprintf("no task %q", name))
 		return
 	}
-	body, req, ok := g.readTask(w, r, t)
+	key := r.Header.Get("Idempotency-Key")
+	req, sum, ok := g.readTask(w, r, t, key != "")
 	if !ok {
 		return
 	}
-	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
 		g.runTask(w, r, t, req)
 		return
@@ -109,7 +122,7 @@ func (g *Gateway) task(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_idempotency_key", "Idempotency-Key is longer than 255 characters")
 		return
 	}
-	entry, first := g.idem.begin(tenantFrom(r)+"\x00task\x00"+name+"\x00"+key, body)
+	entry, first := g.idem.begin(tenantFrom(r)+"\x00task\x00"+name+"\x00"+key, sum)
 	if entry == nil {
 		writeError(w, http.StatusUnprocessableEntity, "idempotency_key_reused", "this Idempotency-Key was used with another body")
 		return
@@ -166,15 +179,16 @@ func (g *Gateway) runFirst(entry *idemEntry, r *http.Request, t *cascade.Task, r
 	return rec
 }
 
-// readTask reads a task call's body and decodes it in a turn of the task's
-// (cascade.Task.Enter), so that while afloat is saturated calls are decoded a few at a time
-// and a critical call does not wait behind the decoding of all the others. The body is read
-// before the turn: a client slow to send it holds no turn. It answers the call itself when it
-// fails: 503 with Retry-After when no turn came, 4xx for a bad body.
-func (g *Gateway) readTask(w http.ResponseWriter, r *http.Request, t *cascade.Task) ([]byte, *taskRequest, bool) {
+// readTask reads a task call's body and decodes it, and hashes it when withSum (for an
+// Idempotency-Key), in a turn of the task's (cascade.Task.Enter), so that while afloat is
+// saturated calls are decoded a few at a time and a critical call does not wait behind the
+// decoding of all the others. The body is read before the turn: a client slow to send it
+// holds no turn. It answers the call itself when it fails: 503 with Retry-After when no turn
+// came, 4xx for a bad body.
+func (g *Gateway) readTask(w http.ResponseWriter, r *http.Request, t *cascade.Task, withSum bool) (req *taskRequest, sum [32]byte, ok bool) {
 	body, ok := readJSON(w, r)
 	if !ok {
-		return nil, nil, false
+		return nil, sum, false
 	}
 	leave, ok := t.Enter(r.Context())
 	if !ok {
@@ -182,15 +196,18 @@ func (g *Gateway) readTask(w http.ResponseWriter, r *http.Request, t *cascade.Ta
 			setRetryAfter(w, time.Second)
 			writeError(w, http.StatusServiceUnavailable, "overloaded", "afloat is overloaded and did not run the call; retry in a second")
 		}
-		return nil, nil, false
+		return nil, sum, false
 	}
 	defer leave()
 	req, err := decodeTaskRequest(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
-		return nil, nil, false
+		return nil, sum, false
 	}
-	return body, req, true
+	if withSum {
+		sum = req.sum()
+	}
+	return req, sum, true
 }
 
 // runTask runs one task call and writes the envelope with the status of its policy.
