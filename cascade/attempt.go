@@ -140,7 +140,13 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 		read = est.Config().Max
 	}
 	streamed := s.emit != nil
-	timeout, ok := allot(remaining(ctx, e.clock), read, need(est), maxReserve(s.below, streamed),
+	fair := fairTime(est, read, s.budget)
+	p95, measured := est.Percentile()
+	floor := need(est) // the least the reserve may cut this attempt to: its need, its p95 once measured
+	if measured {
+		floor = max(floor, p95)
+	}
+	timeout, ok := allot(remaining(ctx, e.clock), read, need(est), floor, maxReserve(s.below, streamed),
 		func() (time.Duration, time.Duration) { return e.reserve(ctx, s.below, streamed) })
 	if !ok {
 		permit.Cancel(ctx)
@@ -157,7 +163,7 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 			slot, err = u.lim.Acquire(ctx, wait)
 		}
 		if err == nil {
-			timeout, ok = allot(remaining(ctx, e.clock), read, need(est), maxReserve(s.below, streamed),
+			timeout, ok = allot(remaining(ctx, e.clock), read, need(est), floor, maxReserve(s.below, streamed),
 				func() (time.Duration, time.Duration) { return e.reserve(ctx, s.below, streamed) })
 			if !ok {
 				slot.Release(limit.Ignore)
@@ -177,9 +183,8 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 	if s.try == 0 {
 		u.budget.call()
 	}
-	p95, _ := est.Percentile()
 	*a = attempt{e: e, s: *s, est: est, permit: permit, slot: slot, read: read, timeout: timeout,
-		fair: fairTime(est, read, s.budget), p95: p95, began: e.clock.Now()}
+		fair: fair, p95: p95, began: e.clock.Now()}
 	return afloat.OutcomeOK
 }
 
@@ -197,20 +202,24 @@ func fairTime(est *latency.Estimator, read, budget time.Duration) time.Duration 
 
 // allot returns the time one attempt gets: the provider's read timeout capped by the budget
 // left, and capped further so that the next tier keeps its reserve (its p95), but never below
-// the attempt's own need, and only when the cap leaves the next tier at least its own need
-// (else it would be skipped anyway, and the cap would only cut this attempt short). below
-// reports the reserve and need of the next tier whose circuit is not open (0, 0 when none);
-// it reads breakers, so it is called only when the cap may matter: when what the attempt
-// leaves is under maxReserve, the largest reserve of any tier below. ok is false when less
-// than need is left: the tier is skipped at once, without a call.
-func allot(left, read, need, maxReserve time.Duration, below func() (reserve, need time.Duration)) (time.Duration, bool) {
+// floor (the attempt's own need, or its measured p95 once there is one; floor ≥ need), and
+// only when the cap leaves the next tier at least its own need (else it would be skipped
+// anyway, and the cap would only cut this attempt short). The cap stops at a measured p95, the
+// attempt's fair time, because a cut before it is not the provider's fault (see blamed): were
+// afloat's own reserve to cut every call sooner, a hung provider would never be to blame and
+// its breaker would never open, and a healthy one would lose every call slower than the cap.
+// below reports the reserve and need of the next tier whose circuit is not open (0, 0 when
+// none); it reads breakers, so it is called only when the cap may matter: when what the
+// attempt leaves is under maxReserve, the largest reserve of any tier below. ok is false when
+// less than need is left: the tier is skipped at once, without a call.
+func allot(left, read, need, floor, maxReserve time.Duration, below func() (reserve, need time.Duration)) (time.Duration, bool) {
 	if left <= 0 || left < need {
 		return 0, false
 	}
 	t := min(read, left)
 	if left-t < maxReserve {
 		if reserve, next := below(); left-t < reserve {
-			if capped := max(need, left-reserve); left-capped >= next {
+			if capped := max(floor, left-reserve); left-capped >= next {
 				t = min(t, capped)
 			}
 		}

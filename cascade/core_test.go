@@ -399,24 +399,28 @@ func TestAttemptKeepsTheReserve(t *testing.T) {
 func TestAllot(t *testing.T) {
 	const ms = time.Millisecond
 	tests := []struct {
-		name             string
-		left, read, need time.Duration
-		reserve, next    time.Duration // the next open tier's p95 and median
-		want             time.Duration
-		ok, readsBelow   bool
+		name                    string
+		left, read, need, floor time.Duration // floor: need, or the measured p95
+		reserve, next           time.Duration // the next open tier's p95 and median
+		want                    time.Duration
+		ok, readsBelow          bool
 	}{
-		{"read timeout fits with the reserve", 1500 * ms, 450 * ms, 250 * ms, 700 * ms, 600 * ms, 450 * ms, true, false},
-		{"capped for the reserve", 1500 * ms, 2000 * ms, 200 * ms, 700 * ms, 600 * ms, 800 * ms, true, true},
-		{"the reserve never cuts below need", 1000 * ms, 2000 * ms, 500 * ms, 700 * ms, 500 * ms, 500 * ms, true, true},
-		{"no cap when the next tier could not start anyway", 1500 * ms, 1600 * ms, 900 * ms, 700 * ms, 700 * ms, 1500 * ms, true, true},
-		{"the budget cuts", 300 * ms, 2000 * ms, 200 * ms, 0, 0, 300 * ms, true, false},
-		{"less than need is left", 300 * ms, 2000 * ms, 700 * ms, 0, 0, 0, false, false},
-		{"nothing left", 0, 2000 * ms, 0, 0, 0, 0, false, false},
+		{"read timeout fits with the reserve", 1500 * ms, 450 * ms, 250 * ms, 400 * ms, 700 * ms, 600 * ms, 450 * ms, true, false},
+		{"capped for the reserve", 1500 * ms, 2000 * ms, 200 * ms, 600 * ms, 700 * ms, 600 * ms, 800 * ms, true, true},
+		{"the reserve never cuts below need", 1000 * ms, 2000 * ms, 500 * ms, 500 * ms, 700 * ms, 500 * ms, 500 * ms, true, true},
+		// The example config's triage: budget 1.5 s, the primary's p95 532 ms, the backup's p95
+		// 1,051 ms and median 500 ms: the cap stops at the primary's p95, not at 449 ms.
+		{"the reserve never cuts below a measured p95", 1500 * ms, 1400 * ms, 300 * ms, 532 * ms, 1051 * ms, 500 * ms, 532 * ms, true, true},
+		{"no cap when the next tier could not start anyway", 1500 * ms, 1600 * ms, 900 * ms, 1000 * ms, 700 * ms, 700 * ms, 1500 * ms, true, true},
+		{"no cap when the p95 leaves the next tier less than its need", 1500 * ms, 1600 * ms, 300 * ms, 1100 * ms, 700 * ms, 500 * ms, 1500 * ms, true, true},
+		{"the budget cuts", 300 * ms, 2000 * ms, 200 * ms, 400 * ms, 0, 0, 300 * ms, true, false},
+		{"less than need is left", 300 * ms, 2000 * ms, 700 * ms, 800 * ms, 0, 0, 0, false, false},
+		{"nothing left", 0, 2000 * ms, 0, 0, 0, 0, 0, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			read := false
-			got, ok := allot(tt.left, tt.read, tt.need, tt.reserve, func() (time.Duration, time.Duration) {
+			got, ok := allot(tt.left, tt.read, tt.need, tt.floor, tt.reserve, func() (time.Duration, time.Duration) {
 				read = true
 				return tt.reserve, tt.next
 			})
@@ -494,6 +498,83 @@ func TestStreamRetriedBeforeTheFirstChunk(t *testing.T) {
 		}
 		if len(rep.Attempts) != 2 || rep.Attempts[0].Outcome != afloat.OutcomeUnavailable {
 			t.Errorf("attempts %+v", rep.Attempts)
+		}
+	})
+}
+
+// TestReserveStopsAtTheMeasuredP95: the example config's triage. Budget 1.5 s; p0 answers in
+// 200–550 ms, p1, slower, in 300–1,100 ms (p95 about 1.06 s, so the reserve alone would cut p0
+// at about 440 ms, under its own p95). Healthy, p0 answers nearly every call; then p0 hangs,
+// and its cuts, at its p95, are its timeouts: its breaker opens and later calls skip it at
+// once. (Before, the reserve cut p0 at 440 ms, under its p95: a quarter of the healthy calls
+// went to p1, and the hung p0's cuts were blamed on the budget, so its breaker never opened
+// and every call paid 440 ms for it.)
+// measure feeds 200 latencies from d to the estimator of provider on the fixture's task.
+func measure(t *testing.T, fx *fixture, provider string, d func() time.Duration) {
+	t.Helper()
+	est, ok := fx.eng.Latency().Lookup(provider, "triage")
+	if !ok {
+		t.Fatalf("no estimator for %s on triage", provider)
+	}
+	for range 200 {
+		est.Observe(d())
+	}
+}
+
+func TestReserveStopsAtTheMeasuredP95(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hung atomic.Bool
+		rng := rand.New(rand.NewPCG(7, 7))
+		var mu sync.Mutex
+		between := func(lo, hi int) time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
+			return time.Duration(lo+rng.IntN(hi-lo)) * time.Millisecond
+		}
+		p0 := func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+			if hung.Load() {
+				return hang(ctx, req, n)
+			}
+			return after(between(200, 550), answer(validAnswer))(ctx, req, n)
+		}
+		p1 := func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+			return after(between(300, 1100), answer(validAnswer))(ctx, req, n)
+		}
+		fx := newFixture(t, realClock, p0, p1)
+		task := fx.task(t, nil)
+		// Both measured already, as a gateway's traffic measures them: p1's reserve is its
+		// p95, and p0's p95 (about 530 ms) is above what the reserve alone would leave it.
+		measure(t, fx, "p0", func() time.Duration { return between(200, 550) })
+		measure(t, fx, "p1", func() time.Duration { return between(300, 1100) })
+		const healthy = 200
+		degraded := 0
+		for range healthy {
+			res, err := task.RunJSON(context.Background(), ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Degraded {
+				degraded++
+			}
+		}
+		t.Logf("healthy: %d of %d calls degraded", degraded, healthy)
+		if degraded > healthy/10 {
+			t.Errorf("healthy: %d of %d calls degraded, want at most a tenth", degraded, healthy)
+		}
+		hung.Store(true)
+		var last afloat.Result[json.RawMessage]
+		for range 20 {
+			res, err := task.RunJSON(context.Background(), ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = res
+		}
+		if n := opened(fx, "p0"); n < 1 {
+			t.Fatal("the hung p0's breaker never opened")
+		}
+		if first := last.Attempts[0]; first.Outcome != afloat.OutcomeCircuitOpen || last.Source != afloat.SourceModel {
+			t.Errorf("a call after the breaker opened: %+v from %s, want p0 skipped and p1 answering", last.Attempts, last.Source)
 		}
 	})
 }
