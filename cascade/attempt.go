@@ -47,6 +47,9 @@ type spec struct {
 	budget time.Duration
 	// emit, when set, streams the answer to the client; nil makes a Complete call.
 	emit EmitFunc
+	// critical: the call's criticality is critical; it waits for a bulkhead slot ahead of
+	// the others (limit.AcquireAhead), never behind enrichment.
+	critical bool
 }
 
 // checkFunc judges an answer against the call's contract: it returns the answer to keep
@@ -152,7 +155,7 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 		permit.Cancel(ctx)
 		return afloat.OutcomeDeadline
 	}
-	slot, err := u.lim.Acquire(ctx, 0)
+	slot, err := s.acquire(ctx, u.lim, 0)
 	if err != nil {
 		// Over the limit: wait for a slot, within what the budget leaves above this attempt's
 		// need and the reserve of the tiers below (half of it, at most queue_wait), so that a
@@ -160,7 +163,7 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 		// left.
 		reserve, _ := e.reserve(ctx, s.below, streamed)
 		if wait := min(u.queueWait, (remaining(ctx, e.clock)-need(est)-reserve)/2); wait > 0 {
-			slot, err = u.lim.Acquire(ctx, wait)
+			slot, err = s.acquire(ctx, u.lim, wait)
 		}
 		if err == nil {
 			timeout, ok = allot(remaining(ctx, e.clock), read, need(est), floor, maxReserve(s.below, streamed),
@@ -186,6 +189,14 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 	*a = attempt{e: e, s: *s, est: est, permit: permit, slot: slot, read: read, timeout: timeout,
 		fair: fair, p95: p95, began: e.clock.Now()}
 	return afloat.OutcomeOK
+}
+
+// acquire takes a bulkhead slot of l for the attempt: a critical call's ahead of the others.
+func (s *spec) acquire(ctx context.Context, l *limit.Limiter, wait time.Duration) (limit.Permit, error) {
+	if s.critical {
+		return l.AcquireAhead(ctx, wait)
+	}
+	return l.Acquire(ctx, wait)
 }
 
 // fairTime is the least time in which a provider was due to answer: its measured p95 (it

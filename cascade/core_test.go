@@ -579,6 +579,47 @@ func TestReserveStopsAtTheMeasuredP95(t *testing.T) {
 	})
 }
 
+// TestCriticalWaitsAheadOfEnrichmentInTheBulkhead: p0 takes two calls at once; four
+// enrichment calls hold both slots and fill the queue (its bound is max_in_flight). A critical
+// call is not refused by the full queue: it takes the next free slot, before the enrichment
+// calls that waited first. (Before, it was skipped at once with outcome bulkhead and failed
+// closed with nearly all of its budget left.)
+func TestCriticalWaitsAheadOfEnrichmentInTheBulkhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx := newFixture(t, func(c *Config) { realClock(c); c.Providers[0].MaxInFlight = 2 },
+			after(200*time.Millisecond, answer(validAnswer)))
+		enrich := fx.task(t, func(c *TaskConfig) { c.Budget = 5 * time.Second })
+		critical := fx.task(t, func(c *TaskConfig) {
+			c.Name, c.Criticality, c.OnExhausted, c.Budget = "moderation", afloat.Critical, PolicyBlock, 5*time.Second
+		})
+		var wg sync.WaitGroup
+		var enrichDone sync.Map // which enrichment calls had ended when the critical one did
+		for i := range 4 {
+			wg.Go(func() {
+				if _, err := enrich.RunJSON(context.Background(), ticket); err != nil {
+					t.Error(err)
+				}
+				enrichDone.Store(i, time.Now())
+			})
+			synctest.Wait() // in this order: two in flight, then two queued
+		}
+		start := time.Now()
+		res, err := critical.RunJSON(context.Background(), ticket)
+		took := time.Since(start)
+		wg.Wait()
+		if err != nil || res.Source != afloat.SourceModel {
+			t.Fatalf("critical call: %v, source %s, attempts %+v; want p0's answer", err, res.Source, res.Attempts)
+		}
+		if took != 400*time.Millisecond {
+			t.Errorf("critical call took %v; want 400ms: the first free slot (200ms) and its own call", took)
+		}
+		last, _ := enrichDone.Load(3)
+		if end := last.(time.Time); !end.After(start.Add(took)) {
+			t.Errorf("the last queued enrichment call ended before the critical one")
+		}
+	})
+}
+
 // TestHangingBackupOpensBehindAFastFailingPrimary: the primary fails fast (a contract
 // violation after 5 ms, twice with its re-ask), the backup hangs. The backup had nearly its whole
 // allotment, so its cuts are its own timeouts: its breaker opens, and then calls end at once

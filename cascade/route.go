@@ -530,7 +530,7 @@ func (r *Route) ask(ctx context.Context, tr *tier, in *afloat.Request, below []t
 		return &out, nil
 	}
 	for reask := 0; ; reask++ {
-		out := r.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, below: below, budget: r.budget}, check)
+		out := r.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, below: below, budget: r.budget, critical: r.crit == afloat.Critical}, check)
 		switch {
 		case out.outcome == afloat.OutcomeOK:
 			return out.resp, nil
@@ -722,7 +722,7 @@ func (r *Route) stream(ctx context.Context, in *afloat.Request, emit EmitFunc) (
 			r.e.record(&log, tr, afloat.Attempt{Outcome: afloat.OutcomeClientError, Error: err.Error()})
 			return struct{}{}, false, nil
 		}
-		out, by = r.e.call(ctx, &log, spec{tr: tr, req: req, below: below, budget: r.budget, emit: emit}, nil), tr
+		out, by = r.e.call(ctx, &log, spec{tr: tr, req: req, below: below, budget: r.budget, emit: emit, critical: r.crit == afloat.Critical}, nil), tr
 		switch {
 		case out.outcome == afloat.OutcomeOK:
 			return struct{}{}, true, nil
@@ -793,7 +793,7 @@ func (r *Route) rescue(ctx context.Context, log *callLog, in *afloat.Request, be
 		}
 		req.Messages = append(slices.Clip(req.Messages), afloat.Message{Role: afloat.RoleAssistant, Content: partial})
 		req.Continue = true
-		out := r.e.call(ctx, log, spec{tr: tr, req: req, below: below[j+1:], budget: r.budget, emit: emit}, nil)
+		out := r.e.call(ctx, log, spec{tr: tr, req: req, below: below[j+1:], budget: r.budget, emit: emit, critical: r.crit == afloat.Critical}, nil)
 		if !out.emitted {
 			continue // it added nothing: the next one may
 		}

@@ -130,7 +130,7 @@ func (t *Task) ask(ctx context.Context, tr *tier, in afloat.Input, below []tier,
 		return resp, nil
 	}
 	for reask := 0; ; reask++ {
-		out := t.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, below: below, budget: t.budget}, check)
+		out := t.e.call(ctx, log, spec{tr: tr, req: req, reask: reask > 0, below: below, budget: t.budget, critical: t.crit == afloat.Critical}, check)
 		switch {
 		case out.outcome == afloat.OutcomeOK:
 			return val, true, nil

@@ -17,5 +17,6 @@
 //
 // Calls beyond the limit wait in a bounded FIFO queue for at most the wait they were given
 // (a share of their budget), so that a burst is smoothed instead of spilled to the next tier;
-// the queue is refused at once when it is full.
+// the queue is refused at once when it is full. A critical call (AcquireAhead) waits ahead of
+// the others, and a full queue does not refuse it: it never waits behind enrichment.
 package limit

@@ -61,11 +61,12 @@ type Limiter struct {
 	mu       sync.Mutex
 	limit    float64
 	inFlight int
-	// queue holds the waiters in arrival order from head; one that gave up is marked gone and
-	// skipped. queued counts those still waiting.
-	queue  []*waiter
-	head   int
-	queued int
+	// ahead and queue hold the waiters in arrival order, those of AcquireAhead and the others:
+	// ahead is served first. One that gave up is marked gone and skipped. queued counts those
+	// still waiting in both, aheadQueued those in ahead.
+	ahead, queue fifo
+	queued       int
+	aheadQueued  int
 	// longRTT is the long-run latency (an exponential average over about 600 windows), 0
 	// before the first window.
 	longRTT float64
@@ -87,6 +88,34 @@ type waiter struct {
 	ready   chan struct{} // closed when the waiter got its slot
 	granted bool
 	gone    bool
+	ahead   bool // in the queue ahead
+}
+
+// fifo is a queue of waiters, the oldest at head.
+type fifo struct {
+	items []*waiter
+	head  int
+}
+
+// pop returns the oldest waiter that has not given up, or nil, and drops the ones before it.
+func (q *fifo) pop() *waiter {
+	var w *waiter
+	for w == nil && q.head < len(q.items) {
+		if next := q.items[q.head]; !next.gone {
+			w = next
+		}
+		q.items[q.head] = nil
+		q.head++
+	}
+	switch {
+	case q.head == len(q.items): // empty: reuse the array from its start
+		q.items, q.head = q.items[:0], 0
+	case q.head > len(q.items)/2: // mostly served or gone: drop the dead prefix
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+	return w
 }
 
 // New returns a Limiter.
@@ -156,18 +185,35 @@ func (p *Permit) Observe(o Outcome) {
 // (and not past ctx) for one to free; it returns ErrLimited when the queue is full or the
 // wait ran out, and ctx's error when ctx ended first.
 func (l *Limiter) Acquire(ctx context.Context, wait time.Duration) (Permit, error) {
+	return l.acquire(ctx, wait, false)
+}
+
+// AcquireAhead is Acquire for a call that must not wait behind the others (a critical one):
+// it waits ahead of every waiter of Acquire's, behind only the earlier ones of its own, and a
+// full queue does not refuse it (their number is that of such calls, which the queue's bound
+// is not there to cut).
+func (l *Limiter) AcquireAhead(ctx context.Context, wait time.Duration) (Permit, error) {
+	return l.acquire(ctx, wait, true)
+}
+
+func (l *Limiter) acquire(ctx context.Context, wait time.Duration, ahead bool) (Permit, error) {
 	l.mu.Lock()
-	if l.queued == 0 && l.inFlight < l.slots() {
+	if l.inFlight < l.slots() && (l.queued == 0 || ahead && l.aheadQueued == 0) {
 		l.inFlight++
 		l.mu.Unlock()
 		return Permit{l: l, start: l.clock.Now()}, nil
 	}
-	if wait <= 0 || l.queued >= l.queueCap {
+	if wait <= 0 || !ahead && l.queued >= l.queueCap {
 		l.mu.Unlock()
 		return Permit{}, ErrLimited
 	}
-	w := &waiter{ready: make(chan struct{})}
-	l.queue = append(l.queue, w)
+	w := &waiter{ready: make(chan struct{}), ahead: ahead}
+	if ahead {
+		l.ahead.items = append(l.ahead.items, w)
+		l.aheadQueued++
+	} else {
+		l.queue.items = append(l.queue.items, w)
+	}
 	l.queued++
 	l.win.maxQueued = max(l.win.maxQueued, l.queued)
 	l.mu.Unlock()
@@ -190,6 +236,9 @@ func (l *Limiter) Acquire(ctx context.Context, wait time.Duration) (Permit, erro
 	}
 	w.gone = true
 	l.queued--
+	if w.ahead {
+		l.aheadQueued--
+	}
 	return Permit{}, err
 }
 
@@ -219,27 +268,22 @@ func (p Permit) Release(o Outcome) {
 // slots is the limit as a whole number of calls.
 func (l *Limiter) slots() int { return int(l.limit) }
 
-// grant hands free slots to the waiters at the head of the queue. l.mu is held.
+// grant hands free slots to the oldest waiters, those ahead first. l.mu is held.
 func (l *Limiter) grant() {
 	for l.queued > 0 && l.inFlight < l.slots() {
-		w := l.queue[l.head]
-		l.queue[l.head] = nil
-		l.head++
-		if w.gone {
-			continue
+		w := l.ahead.pop()
+		if w != nil {
+			l.aheadQueued--
+		} else {
+			w = l.queue.pop()
+		}
+		if w == nil { // queued counts only waiters still in a queue: not reached
+			return
 		}
 		l.queued--
 		l.inFlight++
 		w.granted = true
 		close(w.ready)
-	}
-	switch {
-	case l.head == len(l.queue): // empty: reuse the array from its start
-		l.queue, l.head = l.queue[:0], 0
-	case l.head > len(l.queue)/2: // mostly served or gone: drop the dead prefix
-		n := copy(l.queue, l.queue[l.head:])
-		clear(l.queue[n:])
-		l.queue, l.head = l.queue[:n], 0
 	}
 }
 

@@ -3,6 +3,7 @@ package limit
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -147,6 +148,63 @@ func TestQueueWaitsInOrderAndIsBounded(t *testing.T) {
 		if n, q := l.InFlight(), l.Queued(); n != 0 || q != 0 {
 			t.Errorf("in flight %d, queued %d at the end; want 0, 0", n, q)
 		}
+	})
+}
+
+// TestAheadWaitsBeforeTheQueue: with the queue full of ordinary waiters, a call of
+// AcquireAhead is not refused, and the next free slot is its, before theirs; a second one
+// waits behind the first; one that gave up leaves the others in order and the count right.
+func TestAheadWaitsBeforeTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{Initial: 1, Min: 1, Max: 1, Queue: 2})
+		held, err := l.Acquire(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		order := make(chan string, 5)
+		wait := func(name string, ctx context.Context, acquire func(context.Context, time.Duration) (Permit, error)) {
+			go func() {
+				p, err := acquire(ctx, time.Minute)
+				if err != nil {
+					order <- name + " " + err.Error()
+					return
+				}
+				order <- name
+				p.Release(Success)
+			}()
+			synctest.Wait()
+		}
+		wait("queued 1", context.Background(), l.Acquire)
+		wait("queued 2", context.Background(), l.Acquire)
+		gone, leave := context.WithCancel(context.Background())
+		wait("ahead gone", gone, l.AcquireAhead)
+		wait("ahead 1", context.Background(), l.AcquireAhead)
+		wait("ahead 2", context.Background(), l.AcquireAhead)
+		if q := l.Queued(); q != 5 {
+			t.Fatalf("queued %d; want 5 (a full queue does not refuse a call ahead)", q)
+		}
+		leave()
+		if got := <-order; got != "ahead gone context canceled" {
+			t.Fatalf("%q; want the cancelled one out first", got)
+		}
+		held.Release(Success)
+		var got []string
+		for range 4 {
+			got = append(got, <-order)
+		}
+		if want := []string{"ahead 1", "ahead 2", "queued 1", "queued 2"}; !slices.Equal(got, want) {
+			t.Errorf("served %v; want %v", got, want)
+		}
+		synctest.Wait()
+		if n, q := l.InFlight(), l.Queued(); n != 0 || q != 0 {
+			t.Errorf("in flight %d, queued %d at the end; want 0, 0", n, q)
+		}
+		// Nothing waiting ahead (the one that left included): a free slot is taken at once.
+		p, err := l.AcquireAhead(context.Background(), 0)
+		if err != nil {
+			t.Fatalf("AcquireAhead with a free slot: %v", err)
+		}
+		p.Release(Success)
 	})
 }
 
