@@ -53,11 +53,14 @@ routes:
 	if _, err := Parse([]byte(single), "/cfg", noEnv); err == nil || findError(asErrors(t, err), "routes.chat.hedge", "only one") == nil {
 		t.Errorf("a hedge over one tier: %v; want it refused", err)
 	}
-	for _, v := range []string{"fast", "-5ms"} {
+	for _, v := range []string{"fast", "-5ms", "1ns", "999us"} {
 		bad := strings.Replace(text, "shed_latency: 50ms", "shed_latency: "+v, 1)
 		if _, err := Parse([]byte(bad), "/cfg", noEnv); err == nil || findError(asErrors(t, err), "server.shed_latency", "want off") == nil {
 			t.Errorf("shed_latency %s: %v; want it refused", v, err)
 		}
+	}
+	if f := mustParse(t, strings.Replace(text, "shed_latency: 50ms", "shed_latency: 1ms", 1)); f.Server.ShedThreshold() != time.Millisecond {
+		t.Errorf("shed_latency 1ms: threshold %v; want 1ms, the least accepted", f.Server.ShedThreshold())
 	}
 	off := strings.Replace(text, "shed_latency: 50ms", "shed_latency: off", 1)
 	if f := mustParse(t, off); f.Server.ShedThreshold() != 0 {

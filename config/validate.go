@@ -94,6 +94,9 @@ type validator struct {
 }
 
 // written reports whether the file wrote the key path.
+// minShedLatency is the lowest server.shed_latency accepted.
+const minShedLatency = time.Millisecond
+
 func (v *validator) written(path string) bool {
 	_, ok := v.f.lines[path]
 	return ok
@@ -216,8 +219,13 @@ func (v *validator) server() {
 		v.errorf("server.log_level", "%v", err)
 	}
 	if s.ShedLatency != "" && s.ShedLatency != "off" {
-		if d, err := time.ParseDuration(s.ShedLatency); err != nil || d <= 0 {
+		switch d, err := time.ParseDuration(s.ShedLatency); {
+		case err != nil || d <= 0:
 			v.errorf("server.shed_latency", "want off or a positive duration such as 200ms, not %q", s.ShedLatency)
+		case d < minShedLatency:
+			// An idle process's goroutines wait tens of microseconds to run: a threshold that
+			// low would shed calls while nothing is saturated.
+			v.errorf("server.shed_latency", "want off or at least %s (an idle process's scheduling latency reaches less), not %q", minShedLatency, s.ShedLatency)
 		}
 	}
 	switch s.AccessLog {
