@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/afloat-dev/afloat"
@@ -281,29 +282,25 @@ func TestRouteStreamLatencyDoesNotShrinkCompleteTimeout(t *testing.T) {
 }
 
 // A caller whose own deadline is shorter than the task's budget does not open the shared
-// breaker of a healthy provider.
+// breaker of a healthy provider. In a synctest bubble: the provider's 300 ms and the caller's
+// 250 ms are the bubble's time, so the deadline always comes first (on the wall clock under
+// load the two could be ready at once, and the fake's select pick the answer).
 func TestCallerDeadlineDoesNotOpenSharedBreaker(t *testing.T) {
-	slow := func(ctx context.Context, _ *afloat.Request, _ int) (*afloat.Response, error) {
-		select {
-		case <-ctx.Done():
-			return nil, &afloat.ProviderError{Kind: afloat.Unavailable, Timeout: true, Err: ctx.Err()}
-		case <-time.After(300 * time.Millisecond):
-			return &afloat.Response{Content: validAnswer}, nil
+	synctest.Test(t, func(t *testing.T) {
+		fx := newFixture(t, func(c *Config) { c.Clock = nil }, after(300*time.Millisecond, answer(validAnswer)))
+		task := fx.task(t, nil)
+		for range 5 {
+			ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+			res, _ := task.RunJSON(ctx, ticket)
+			cancel()
+			if len(res.Attempts) > 0 && res.Attempts[0].Outcome != afloat.OutcomeDeadline {
+				t.Fatalf("attempts %+v", res.Attempts)
+			}
 		}
-	}
-	fx := newFixture(t, func(c *Config) { c.Clock = nil }, slow)
-	task := fx.task(t, nil)
-	for range 5 {
-		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
-		res, _ := task.RunJSON(ctx, ticket)
-		cancel()
-		if len(res.Attempts) > 0 && res.Attempts[0].Outcome != afloat.OutcomeDeadline {
-			t.Fatalf("attempts %+v", res.Attempts)
+		if st := fx.eng.Breaker("p0").State(context.Background()); st != breaker.StateClosed {
+			t.Fatalf("one caller's short deadlines opened a healthy provider's breaker: %v", st)
 		}
-	}
-	if st := fx.eng.Breaker("p0").State(context.Background()); st != breaker.StateClosed {
-		t.Fatalf("one caller's short deadlines opened a healthy provider's breaker: %v", st)
-	}
+	})
 }
 
 func TestRouteExhaustedAndKilled(t *testing.T) {
