@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/afloat-dev/afloat/provider/fault"
 )
 
 const drillUsage = `Usage: afloat drill --target URL --admin-token T [--api-key K] (--task NAME | --route NAME)
@@ -31,16 +34,23 @@ drives traffic until the breaker has closed and the provider answers again. Then
   main_path        no 5xx (enrichment, assistance); a 202 with a review id or a block (critical)
   degraded_marked  every answer during the fault is marked degraded and none is the provider's
   breaker_opened   the provider's breaker opened during the fault
-  fail_fast        calls after it opened did not wait: their p95 is within the healthy p95 × 3
-                   + 100ms (the report also counts those that skipped the provider)
+  fail_fast        calls after it opened did not wait: 9 in 10 at least skipped the provider (or
+                   came from the cache), and their p95 is within the healthy p95 × 3 + 100ms
   metrics_moved    afloat_requests_total{degraded="true"} and afloat_circuit_opened_total rose
   no_credentials   no key, token or --secret in the answers (and in --log-file)
   breaker_closed   the breaker closed by itself after the fault was cleared
   primary_back     the provider answered again
 
-Exit 1 when a check fails. Ctrl-C or SIGTERM stops the traffic, clears the fault and reports.
-The drill is recorded in the gateway (POST /admin/drills): /admin/status shows each task's
-last drill.
+With --mode malformed the breaker must stay closed instead (a contract violation never moves
+it): breaker_opened passes when it never opened, fail_fast when the p95 under the fault (the
+re-ask and the next tier) is within the bound, metrics_moved when degraded answers rose and
+openings did not.
+
+Before any call it checks the fault as the gateway will, that the provider serves the task or
+route, and that its breaker is closed (a drill begun with it open would measure the fallback as
+the healthy latency). Exit 1 when a check fails. Ctrl-C or SIGTERM stops the traffic, clears
+the fault and reports; such a drill is not recorded. A drill that ran to its end is recorded
+in the gateway (POST /admin/drills): /admin/status shows each task's last drill.
 
 Flags:
 `
@@ -162,6 +172,16 @@ func parseDrill(args []string, stderr io.Writer) (drillOptions, error) {
 		if set[name] {
 			o.fault[field.key] = field.v
 		}
+	}
+	// The gateway's own check of the fault, before any call: a bad one is refused now, not
+	// after the healthy phase has sent its calls.
+	var flt fault.Fault
+	raw, _ := json.Marshal(o.fault)
+	if err := json.Unmarshal(raw, &flt); err != nil {
+		return bad("%v", err)
+	}
+	if err := flt.Validate(); err != nil {
+		return bad("%v", err)
 	}
 	o.out, o.live = stderr, isTerminal(stderr) && !o.json
 	return o, nil
@@ -320,7 +340,8 @@ func runDrill(ctx context.Context, o drillOptions) (*drillReport, error) {
 // drillStatus is the part of /admin/status the drill reads.
 type drillStatus struct {
 	Providers map[string]struct {
-		Breaker string `json:"breaker"`
+		Breaker string              `json:"breaker"`
+		Tasks   map[string]struct{} `json:"tasks"` // the tasks and routes it serves
 	} `json:"providers"`
 	Tasks map[string]struct {
 		Inputs      []string `json:"inputs"`
@@ -346,10 +367,21 @@ func (d *drillRun) status(ctx context.Context) (*drillStatus, error) {
 	return &st, nil
 }
 
-// prepare checks the scope and the provider against the gateway and builds the call.
+// prepare checks the scope and the provider against the gateway and builds the call. The
+// provider must serve the scope, and its breaker be closed: a drill that began with it open
+// would measure the fallback as the healthy latency and see an opening it did not cause.
 func (d *drillRun) prepare(st *drillStatus) (scope, crit string, err error) {
-	if _, ok := st.Providers[d.o.provider]; !ok {
+	p, ok := st.Providers[d.o.provider]
+	if !ok {
 		return "", "", fmt.Errorf("the gateway has no provider %q (it has %s)", d.o.provider, strings.Join(sortedKeys(st.Providers), ", "))
+	}
+	name := cmp.Or(d.o.task, d.o.route)
+	if _, ok := p.Tasks[name]; !ok {
+		serves := strings.Join(sortedKeys(p.Tasks), ", ")
+		return "", "", fmt.Errorf("provider %q is not in the cascade of %q (it serves %s)", d.o.provider, name, cmp.Or(serves, "none"))
+	}
+	if p.Breaker != "closed" {
+		return "", "", fmt.Errorf("the breaker of %q is %s before the drill: close it first (PUT /admin/breakers/%s {\"state\": \"closed\"}), or wait for it to close", d.o.provider, p.Breaker, d.o.provider)
 	}
 	if d.o.route != "" {
 		r, ok := st.Routes[d.o.route]
@@ -601,6 +633,11 @@ func leaks(data []byte, creds []string) []string {
 
 // record tells the gateway about the drill (POST /admin/drills).
 func (d *drillRun) record(ctx context.Context, rep *drillReport) {
+	if rep.Interrupted {
+		// Its checks are cut short: it must not replace the task's last whole drill.
+		rep.Recorded = "not recorded (interrupted)"
+		return
+	}
 	body, _ := json.Marshal(map[string]any{
 		"scope": rep.Scope, "provider": rep.Provider, "mode": rep.Fault["mode"], "passed": rep.Passed,
 		"started_at": rep.StartedAt, "finished_at": rep.FinishedAt, "failed": rep.failedNames(),

@@ -156,6 +156,104 @@ func TestDrillFailsWhenTheFaultChangesNothing(t *testing.T) {
 	}
 }
 
+// TestDrillMalformedPasses: with the primary answering off the contract, the backup answers
+// after the re-ask, and the breaker must stay closed (a contract violation never moves it):
+// the drill passes, and says so in breaker_opened and metrics_moved.
+func TestDrillMalformedPasses(t *testing.T) {
+	t.Parallel()
+	g := drillGateway(t, "")
+	code, rep, stderr := runDrillCmd(t, g, "--provider", "primary", "--mode", "malformed")
+	for _, c := range rep.Checks {
+		t.Logf("%-16s %-5v %s", c.Name, c.Passed, c.Figure)
+	}
+	if code != 0 || !rep.Passed {
+		t.Fatalf("drill exited %d, passed %v; stderr:\n%s", code, rep.Passed, stderr)
+	}
+	if c := checkOf(rep, "breaker_opened"); !strings.Contains(c.Figure, "stayed closed") {
+		t.Errorf("breaker_opened: %s; want it to say the breaker stayed closed", c.Figure)
+	}
+}
+
+// TestDrillRefusesABadStart: a provider outside the task's cascade, or one whose breaker is
+// already open, is refused before any call (exit 1, the reason on stderr), and the fault is
+// never set.
+func TestDrillRefusesABadStart(t *testing.T) {
+	t.Parallel()
+	primary := newMock(t, func(int, chatCall) upstreamReply { return upstreamReply{content: validTriage} })
+	backup := newMock(t, func(int, chatCall) upstreamReply { return upstreamReply{content: validTriage} })
+	cfg := triageConfig("2s", []string{"primary", "backup"},
+		map[string]string{"primary": primary.URL, "backup": backup.URL}, nil)
+	cfg = strings.Replace(cfg, "tasks:\n", "  spare: {type: sim}\ntasks:\n", 1)
+	g := startServe(t, cfg, "primary", "backup")
+	drill := func(provider string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"drill", "--target", g.base, "--admin-token", scenarioAdmin, "--task", "triage",
+			"--provider", provider, "--mode", "unavailable", "--requests", "5"}, &stdout, &stderr)
+		return code, stderr.String()
+	}
+	if code, stderr := drill("spare"); code != 1 || !strings.Contains(stderr, `provider "spare" is not in the cascade of "triage"`) {
+		t.Errorf("a provider outside the cascade: exit %d, stderr %q", code, stderr)
+	}
+	if code, body, err := g.do("PUT", "/admin/breakers/primary", scenarioAdmin, `{"state": "open"}`); err != nil || code != http.StatusOK {
+		t.Fatalf("PUT /admin/breakers/primary: %d %v %s", code, err, body)
+	}
+	if code, stderr := drill("primary"); code != 1 || !strings.Contains(stderr, `the breaker of "primary" is open before the drill`) {
+		t.Errorf("a breaker open before the drill: exit %d, stderr %q", code, stderr)
+	}
+	if n := primary.hits.Load() + backup.hits.Load(); n != 0 {
+		t.Errorf("%d calls reached the providers; want none", n)
+	}
+	if f := faultOf(t, g, "primary"); f != "null" {
+		t.Errorf("fault %s; want none set", f)
+	}
+}
+
+// TestDrillInterruptedIsNotRecorded: a drill stopped during the fault (its context ended, as
+// by Ctrl-C) clears the fault, reports itself interrupted and failed, says why the breaker was
+// not seen closed, and is not recorded: the task keeps no last drill.
+func TestDrillInterruptedIsNotRecorded(t *testing.T) {
+	t.Parallel()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	primary := newMock(t, func(int, chatCall) upstreamReply { return upstreamReply{content: validTriage} })
+	backup := newMock(t, func(int, chatCall) upstreamReply {
+		stop() // the first call the backup gets is one under the fault
+		return upstreamReply{content: validTriage}
+	})
+	cfg := triageConfig("2s", []string{"primary", "backup"},
+		map[string]string{"primary": primary.URL, "backup": backup.URL},
+		map[string]string{"primary": ", probe: off, retry: {max: 0}", "backup": ", probe: off"})
+	g := startServe(t, cfg, "primary", "backup")
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"drill", "--target", g.base, "--admin-token", scenarioAdmin, "--task", "triage",
+		"--provider", "primary", "--mode", "unavailable", "--duration", "1m", "--json"}, &stdout, &stderr)
+	var rep drillReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("exit %d, no JSON report: %v\n%s", code, err, stderr.String())
+	}
+	if code != 1 || !rep.Interrupted || rep.Passed || rep.Recorded != "not recorded (interrupted)" {
+		t.Errorf("exit %d, interrupted %v, passed %v, recorded %q; want 1, true, false, not recorded", code, rep.Interrupted, rep.Passed, rep.Recorded)
+	}
+	if c := checkOf(rep, "breaker_closed"); !strings.Contains(c.Figure, "interrupted") {
+		t.Errorf("breaker_closed: %s; want it to say the drill was interrupted", c.Figure)
+	}
+	if f := faultOf(t, g, "primary"); f != "null" {
+		t.Errorf("fault %s after the drill; want it cleared", f)
+	}
+	_, body, err := g.do("GET", "/admin/status", scenarioAdmin, "")
+	var st struct {
+		Tasks map[string]struct {
+			LastDrill json.RawMessage `json:"last_drill"`
+		} `json:"tasks"`
+	}
+	if err != nil || json.Unmarshal(body, &st) != nil {
+		t.Fatalf("GET /admin/status: %v %s", err, body)
+	}
+	if d := string(st.Tasks["triage"].LastDrill); d != "null" {
+		t.Errorf("last_drill %s; want null", d)
+	}
+}
+
 // TestDrillFlags: the fault flags become the fault's JSON fields (DESIGN §6), only those
 // given; bad uses are refused with the usage.
 func TestDrillFlags(t *testing.T) {
@@ -174,6 +272,11 @@ func TestDrillFlags(t *testing.T) {
 		{"task and route", []string{"--route", "chat"}, nil},
 		{"zero rate", []string{"--rate", "0"}, nil},
 		{"stray argument", []string{"now"}, nil},
+		// The fault is checked as the gateway checks it, before any call.
+		{"unknown mode", []string{"--mode", "explode"}, nil},
+		{"error rate without its rate", []string{"--mode", "error_rate"}, nil},
+		{"a delay the mode does not take", []string{"--mode", "unavailable", "--delay", "2s"}, nil},
+		{"status out of range", []string{"--mode", "unavailable", "--status", "200"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
