@@ -12,8 +12,9 @@
 //
 // Shedding decides once a call is decoded; the decoding (a gateway's of each call's body) it
 // orders with turns (Enter): while the process is saturated those turns are what it runs, a
-// few at a time and the newest waiting first, so that a critical call, which never waits for
-// one, does not queue behind the decoding of every call that arrived.
+// few at a time, assistance before enrichment and the newest waiting first, so that a
+// critical call, which never waits for one, does not queue behind the decoding of every call
+// that arrived.
 package shed
 
 import (
@@ -99,7 +100,8 @@ func (s *Shedder) Shed(c afloat.Criticality) bool {
 // (decoding it) and returns the function that ends the turn; call it once that work is done,
 // not after the call, which may wait on a provider (a second call of it does nothing). A
 // critical call never waits. Others take one of a few turns: at once while one is free, else
-// they wait, the newest first, for the shedding threshold (a quarter second at least). ok is
+// they wait, assistance before enrichment and the newest first, for the shedding threshold (a
+// quarter second at least). ok is
 // false when no turn came by then, or ctx ended first: afloat is too busy to even start the
 // call, and the caller answers it overloaded (503 with Retry-After), the one answer that costs
 // nothing to give. With shedding off every call enters at once.
@@ -107,24 +109,31 @@ func (s *Shedder) Enter(ctx context.Context, c afloat.Criticality) (leave func()
 	if s == nil || s.threshold <= 0 || c == afloat.Critical {
 		return func() {}, true
 	}
-	return s.turns.enter(ctx)
+	return s.turns.enter(ctx, c)
 }
 
 // turns gives n turns at once (0: twice GOMAXPROCS, read at each call, since it can change
-// at run time); the others wait on a stack, so that the newest waiting, the most likely to
-// still be within its budget, goes first.
+// at run time); the others wait on a stack per criticality, so that assistance goes before
+// enrichment (which is the first shed) and, within each, the newest waiting, the most likely
+// to still be within its budget, goes first.
 type turns struct {
 	n    int
 	wait time.Duration
 
-	mu      sync.Mutex
-	busy    int
-	waiting []chan struct{} // the newest last; a turn is handed by closing its channel
+	mu   sync.Mutex
+	busy int
+	// waiting holds assistance's waiters, then enrichment's, the newest last; a turn is
+	// handed by closing its channel.
+	waiting [2][]chan struct{}
 
 	testGiveUp func() // a test's, run between a wait's end and its giving up
 }
 
-func (t *turns) enter(ctx context.Context) (leave func(), ok bool) {
+func (t *turns) enter(ctx context.Context, c afloat.Criticality) (leave func(), ok bool) {
+	class := 0
+	if c == afloat.Enrichment {
+		class = 1
+	}
 	n := t.n
 	if n <= 0 {
 		n = 2 * runtime.GOMAXPROCS(0)
@@ -136,7 +145,7 @@ func (t *turns) enter(ctx context.Context) (leave func(), ok bool) {
 		return t.leaver(), true
 	}
 	ch := make(chan struct{})
-	t.waiting = append(t.waiting, ch)
+	t.waiting[class] = append(t.waiting[class], ch)
 	t.mu.Unlock()
 
 	timer := time.NewTimer(t.wait)
@@ -152,11 +161,12 @@ func (t *turns) enter(ctx context.Context) (leave func(), ok bool) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for i, w := range t.waiting {
+	stack := t.waiting[class]
+	for i, w := range stack {
 		if w == ch {
-			n := copy(t.waiting[i:], t.waiting[i+1:])
-			t.waiting[i+n] = nil
-			t.waiting = t.waiting[:i+n]
+			n := copy(stack[i:], stack[i+1:])
+			stack[i+n] = nil
+			t.waiting[class] = stack[:i+n]
 			return nil, false
 		}
 	}
@@ -178,13 +188,16 @@ func (t *turns) leaver() func() {
 	}
 }
 
-// handOver gives a turn that ends to the newest waiting call, or frees it; t.mu is held.
+// handOver gives a turn that ends to the newest waiting assistance call, else the newest
+// waiting enrichment call, or frees it; t.mu is held.
 func (t *turns) handOver() {
-	if n := len(t.waiting); n > 0 {
-		close(t.waiting[n-1])
-		t.waiting[n-1] = nil
-		t.waiting = t.waiting[:n-1]
-		return
+	for class, stack := range t.waiting {
+		if n := len(stack); n > 0 {
+			close(stack[n-1])
+			stack[n-1] = nil
+			t.waiting[class] = stack[:n-1]
+			return
+		}
 	}
 	t.busy--
 }

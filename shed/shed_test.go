@@ -133,8 +133,8 @@ func TestTurns(t *testing.T) {
 		// Both left: one turn is free again. With it taken too, a call waits the threshold and
 		// is refused, and the turns stay counted right.
 		done.Wait()
-		if s.turns.busy != 1 || len(s.turns.waiting) != 0 {
-			t.Fatalf("%d turns taken, %d calls waiting once both left; want 1 and 0", s.turns.busy, len(s.turns.waiting))
+		if s.turns.busy != 1 || s.turns.waiters() != 0 {
+			t.Fatalf("%d turns taken, %d calls waiting once both left; want 1 and 0", s.turns.busy, s.turns.waiters())
 		}
 		extra, ok := s.Enter(ctx, afloat.Enrichment)
 		if !ok {
@@ -192,8 +192,50 @@ func TestTurnHandedAsTheWaitEnds(t *testing.T) {
 		if _, ok := s.Enter(context.Background(), afloat.Enrichment); !ok {
 			t.Fatal("the turn handed to a call that gave up was lost")
 		}
-		if len(s.turns.waiting) != 0 || s.turns.busy != 1 {
-			t.Errorf("%d waiting, %d busy; want none waiting and the one turn taken", len(s.turns.waiting), s.turns.busy)
+		if s.turns.waiters() != 0 || s.turns.busy != 1 {
+			t.Errorf("%d waiting, %d busy; want none waiting and the one turn taken", s.turns.waiters(), s.turns.busy)
+		}
+	})
+}
+
+// TestAssistanceTurnsBeforeEnrichment: saturated (enrichment is shed, assistance served), an
+// assistance call waits for the one turn, then a newer enrichment call does: the turn that
+// ends goes to the assistance call, which would be served, and not to the newer enrichment
+// call, which would be decoded only to be shed.
+func TestAssistanceTurnsBeforeEnrichment(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const th = 300 * time.Millisecond
+		s := New(th, func() time.Duration { return th }) // Saturated
+		s.turns.n = 1
+		ctx := context.Background()
+		leave, _ := s.Enter(ctx, afloat.Enrichment) // the one turn, held
+		got := make(chan string, 2)
+		var done sync.WaitGroup
+		wait := func(name string, c afloat.Criticality) {
+			done.Go(func() {
+				leave, ok := s.Enter(ctx, c)
+				if ok {
+					got <- name
+					time.Sleep(10 * time.Millisecond) // its turn's work
+					leave()
+					return
+				}
+				got <- name + " refused"
+			})
+			synctest.Wait()
+		}
+		wait("assistance", afloat.Assistance)
+		wait("enrichment", afloat.Enrichment)
+		leave()
+		if first := <-got; first != "assistance" {
+			t.Errorf("the turn went to %q; want the assistance call", first)
+		}
+		if second := <-got; second != "enrichment" {
+			t.Errorf("then %q; want the enrichment call, once the assistance call's work ended", second)
+		}
+		done.Wait()
+		if n := s.turns.waiters(); n != 0 || s.turns.busy != 0 {
+			t.Errorf("%d waiting, %d busy at the end; want 0, 0", n, s.turns.busy)
 		}
 	})
 }
@@ -218,8 +260,8 @@ func TestOlderWaitEndsFirst(t *testing.T) {
 		if got := <-entered; got != "oldest false" {
 			t.Fatalf("first out: %q; want the oldest, refused when its wait ended", got)
 		}
-		if len(s.turns.waiting) != 2 {
-			t.Fatalf("%d calls waiting after the oldest gave up; want 2", len(s.turns.waiting))
+		if s.turns.waiters() != 2 {
+			t.Fatalf("%d calls waiting after the oldest gave up; want 2", s.turns.waiters())
 		}
 		leave()
 		if got := <-entered; got != "newest true" {
@@ -228,8 +270,15 @@ func TestOlderWaitEndsFirst(t *testing.T) {
 		if got := <-entered; got != "middle false" {
 			t.Fatalf("then %q; want the middle one refused when its wait ended", got)
 		}
-		if s.turns.busy != 1 || len(s.turns.waiting) != 0 {
-			t.Errorf("%d turns taken, %d waiting; want the newest's turn and none waiting", s.turns.busy, len(s.turns.waiting))
+		if s.turns.busy != 1 || s.turns.waiters() != 0 {
+			t.Errorf("%d turns taken, %d waiting; want the newest's turn and none waiting", s.turns.busy, s.turns.waiters())
 		}
 	})
+}
+
+// waiters counts the calls waiting for a turn, of both criticalities.
+func (t *turns) waiters() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.waiting[0]) + len(t.waiting[1])
 }
