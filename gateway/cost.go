@@ -21,10 +21,20 @@ const (
 
 // setCost sets the cost headers of an answer whose usage is u.
 func setCost(h http.Header, u afloat.Usage) {
-	h.Set(CostHeader, strconv.FormatFloat(u.Cost, 'f', -1, 64))
+	h.Set(CostHeader, formatCost(u.Cost))
 	if u.Currency != "" {
 		h.Set(CurrencyHeader, u.Currency)
 	}
+}
+
+// formatCost writes a cost in plain decimals, rounded to 12 significant digits: a sum of
+// prices per token carries binary noise (0.000019200000000000003) no reader wants.
+func formatCost(c float64) string {
+	rounded, err := strconv.ParseFloat(strconv.FormatFloat(c, 'g', 12, 64), 64)
+	if err != nil { // not reached: FormatFloat writes what ParseFloat reads
+		rounded = c
+	}
+	return strconv.FormatFloat(rounded, 'f', -1, 64)
 }
 
 // costTrailers declares the cost headers as trailers of a streamed answer; setCost after
