@@ -94,6 +94,10 @@ func badParam(param, format string, args ...any) error {
 func decodeOne(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return badParam(te.Field, "%s", typeErrorText(te))
+		}
 		return badParam("", "invalid JSON: %v", err)
 	}
 	if dec.More() {

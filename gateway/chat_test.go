@@ -101,6 +101,7 @@ func TestChatBadRequests(t *testing.T) {
 		{"named tool not in tools", `{"model": "support-agent", "messages": [{"role": "user", "content": "hi"}], "tool_choice": {"type": "function", "function": {"name": "x"}}}`, 400, "tool_choice.function.name"},
 		{"bad schema", `{"model": "support-agent", "messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": 7}}}}`, 400, "response_format.json_schema.schema"},
 		{"malformed", `{"model": `, 400, ""},
+		{"temperature of the wrong type", `{"model": "support-agent", "temperature": "hot", "messages": [{"role": "user", "content": "hi"}]}`, 400, "temperature"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,12 +111,16 @@ func TestChatBadRequests(t *testing.T) {
 			}
 			var eb struct {
 				Error struct {
-					Type  string
-					Param *string
+					Type    string
+					Message string
+					Param   *string
 				}
 			}
 			if err := json.Unmarshal(body, &eb); err != nil || eb.Error.Type != "invalid_request_error" {
 				t.Fatalf("body %s", body)
+			}
+			if strings.Contains(eb.Error.Message, "Go ") || strings.Contains(eb.Error.Message, "chatRequest") {
+				t.Errorf("message %q names Go types", eb.Error.Message)
 			}
 			if tt.param != "" && (eb.Error.Param == nil || *eb.Error.Param != tt.param) {
 				t.Fatalf("param %v, want %q: %s", eb.Error.Param, tt.param, body)

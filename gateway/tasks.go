@@ -70,18 +70,7 @@ func taskBodyError(err error) error {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		want := "a " + te.Type.Kind().String()
-		switch te.Type.Kind() {
-		case reflect.Map, reflect.Struct:
-			want = "an object"
-		case reflect.Int, reflect.Int64, reflect.Float64:
-			want = "a number"
-		}
-		field := te.Field
-		if field == "" {
-			return fmt.Errorf("the body must be a JSON object, got %s", article(te.Value))
-		}
-		return fmt.Errorf("%q must be %s, got %s", field, want, article(te.Value))
+		return errors.New(typeErrorText(te))
 	case errors.As(err, &se):
 		return fmt.Errorf("invalid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -91,6 +80,29 @@ func taskBodyError(err error) error {
 		return errors.New(`the body is empty: send {"input": {...}}`)
 	}
 	return fmt.Errorf("invalid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// typeErrorText says what a JSON value of the wrong type should have been, in the words of
+// JSON (never a Go type name): `"budget_ms" must be a whole number, got a number 100.5`.
+func typeErrorText(te *json.UnmarshalTypeError) string {
+	want := "a " + te.Type.Kind().String()
+	switch te.Type.Kind() {
+	case reflect.Map, reflect.Struct:
+		want = "an object"
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "a whole number"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	case reflect.Bool:
+		want = "true or false"
+	}
+	if te.Field == "" {
+		return fmt.Sprintf("the body must be a JSON object, got %s", article(te.Value))
+	}
+	return fmt.Sprintf("%q must be %s, got %s", te.Field, want, article(te.Value))
 }
 
 // article names a JSON value kind with its article: "a string", "an array".

@@ -11,7 +11,8 @@ func TestTaskBodyErrorsSayWhatCame(t *testing.T) {
 	tests := []struct{ body, want string }{
 		{`{"subject": "Сайт", "message": "не работает"}`, `the task's fields go inside "input"`},
 		{`{"input": "text"}`, `"input" must be an object, got a string`},
-		{`{"input": {}, "budget_ms": "500"}`, `"budget_ms" must be a number, got a string`},
+		{`{"input": {}, "budget_ms": "500"}`, `"budget_ms" must be a whole number, got a string`},
+		{`{"input": {}, "budget_ms": 100.5}`, `"budget_ms" must be a whole number, got a number 100.5`},
 		{`[1, 2]`, `the body must be a JSON object, got an array`},
 		{``, `the body is empty`},
 		{`{"input": {}`, `invalid JSON`},
