@@ -489,6 +489,16 @@ func (d *drillRun) call(ctx context.Context, phase string) drillCall {
 		c.Source, c.Provider = resp.Header.Get("X-Afloat-Source"), resp.Header.Get("X-Afloat-Provider")
 		c.Degraded, _ = strconv.ParseBool(resp.Header.Get("X-Afloat-Degraded"))
 		c.Skipped = c.Provider != d.o.provider && c.Degraded
+		if c.Status >= 400 { // OpenAI's error shape: its code names the refusal in the report
+			var e struct {
+				Error struct {
+					Code string `json:"code"`
+				} `json:"error"`
+			}
+			if json.Unmarshal(c.body, &e) == nil {
+				c.Code = e.Error.Code
+			}
+		}
 	} else {
 		var env struct {
 			Source   string  `json:"source"`

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -251,6 +252,48 @@ func TestDrillInterruptedIsNotRecorded(t *testing.T) {
 	}
 	if d := string(st.Tasks["triage"].LastDrill); d != "null" {
 		t.Errorf("last_drill %s; want null", d)
+	}
+}
+
+// TestDrillPassesOnARoute: the drill of a chat route (--route): the primary made
+// unavailable, the backup answers with X-Afloat-Degraded, the breaker opens and closes.
+func TestDrillPassesOnARoute(t *testing.T) {
+	t.Parallel()
+	primary := newMock(t, func(int, chatCall) upstreamReply { return upstreamReply{content: "hello"} })
+	backup := newMock(t, func(int, chatCall) upstreamReply { return upstreamReply{content: "hello from the backup"} })
+	cfg := triageConfig("2s", []string{"primary", "backup"},
+		map[string]string{"primary": primary.URL, "backup": backup.URL},
+		map[string]string{"primary": ", probe: off, retry: {max: 0}", "backup": ", probe: off"})
+	cfg = strings.Replace(cfg, "breaker: {recovery: 5m}", "breaker: {recovery: 300ms, max_recovery: 600ms, ramp_up: 300ms}", 1)
+	cfg += "routes:\n  chat:\n    criticality: assistance\n    budget: 2s\n    cascade: [primary, backup]\n"
+	g := startServe(t, cfg, "primary", "backup")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"drill", "--target", g.base, "--admin-token", scenarioAdmin, "--route", "chat",
+		"--provider", "primary", "--mode", "unavailable", "--duration", "2s", "--rate", "25", "--recover", "10s", "--json"}, &stdout, &stderr)
+	var rep drillReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("exit %d, no JSON report: %v\n%s", code, err, stderr.String())
+	}
+	for _, c := range rep.Checks {
+		t.Logf("%-16s %-5v %s", c.Name, c.Passed, c.Figure)
+	}
+	if code != 0 || !rep.Passed || rep.Scope != "route:chat" {
+		t.Fatalf("drill exited %d, passed %v, scope %s; stderr:\n%s", code, rep.Passed, rep.Scope, stderr.String())
+	}
+}
+
+// TestDrillReadsARouteRefusalsCode: a route's error answer (OpenAI's shape) gives the
+// report its code.
+func TestDrillReadsARouteRefusalsCode(t *testing.T) {
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"error": {"code": "route_unavailable", "message": "no tier answered", "type": "api_error"}}`))
+	}))
+	defer gw.Close()
+	d := &drillRun{o: drillOptions{target: gw.URL, route: "chat", provider: "primary"}, client: gw.Client(), path: "/v1/chat/completions", start: time.Now()}
+	if c := d.call(context.Background(), "fault"); c.Status != 503 || c.Code != "route_unavailable" {
+		t.Errorf("status %d, code %q; want 503 and the body's code", c.Status, c.Code)
 	}
 }
 
