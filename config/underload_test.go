@@ -16,9 +16,10 @@ defaults: {queue_wait: 250ms}
 providers:
   primary: {type: sim, queue_wait: 0s}
   backup: {type: sim}
+  spare: {type: sim}
 routes:
   chat: {criticality: assistance, cascade: [primary, backup], hedge: {after: p95}}
-  fixed: {criticality: assistance, cascade: [primary, backup], hedge: {after: 800ms, max: 2}}
+  fixed: {criticality: assistance, cascade: [primary, backup, spare], hedge: {after: 800ms, max: 2}}
 `
 	f := mustParse(t, text)
 	if got := f.Route("chat").Hedge.cascade(); got != (cascade.Hedge{P95: true, Max: 1}) {
@@ -42,6 +43,9 @@ routes:
 		{"hedge: {after: p99}", "routes.chat.hedge.after", "want p95 or a positive duration"},
 		{"hedge: {after: -1s}", "routes.chat.hedge.after", "want p95 or a positive duration"},
 		{"hedge: {after: p95, max: 0}", "routes.chat.hedge.max", "at least 1"},
+		{"hedge: {after: p95, max: 2}", "routes.chat.hedge.max", "a cascade of 2 tiers has 1 below its first"},
+		{"hedge: {after: 30s}", "routes.chat.hedge.after", "is not under the budget 30s"},
+		{"budget: 1500ms, hedge: {after: 10s}", "routes.chat.hedge.after", "is not under the budget 1.5s"},
 	} {
 		bad := strings.Replace(text, "hedge: {after: p95}", c.yaml, 1)
 		_, err := Parse([]byte(bad), "/cfg", noEnv)

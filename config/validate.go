@@ -684,14 +684,26 @@ func (v *validator) rollout(path string, pct *int) {
 	}
 }
 
-// hedge checks a task's or route's hedge over tiers tiers.
-func (v *validator) hedge(path string, h *Hedge, tiers int) {
+// hedge checks a task's or route's hedge over tiers tiers within budget: one that could never
+// go out, or more hedges than the cascade has tiers to hedge to, is refused rather than kept
+// to do nothing.
+func (v *validator) hedge(path string, h *Hedge, tiers int, budget time.Duration) {
 	if err := h.check(path); err != nil {
 		v.errorf(err.Path, "%s", err.Msg)
 		return
 	}
-	if h != nil && tiers < 2 {
+	if h == nil {
+		return
+	}
+	if tiers < 2 {
 		v.errorf(path, "a hedge asks the next tier: the cascade has only one")
+		return
+	}
+	if h.Max != nil && *h.Max > tiers-1 {
+		v.errorf(path+".max", "%d: each hedge asks the next tier, and a cascade of %d tiers has %d below its first", *h.Max, tiers, tiers-1)
+	}
+	if d, err := time.ParseDuration(h.After); err == nil && budget > 0 && d >= budget {
+		v.errorf(path+".after", "%s is not under the budget %s: the hedge would never go out", h.After, budget)
 	}
 }
 
@@ -748,7 +760,7 @@ func (v *validator) task(t *Task) {
 	v.inherit(reflect.ValueOf(&t.Reask).Elem(), reflect.ValueOf(v.f.Defaults.Reask), path+".reask")
 	v.reask(path+".reask", t.Reask)
 	v.rollout(path+".rollout_pct", &t.RolloutPct)
-	v.hedge(path+".hedge", t.Hedge, len(t.Cascade))
+	v.hedge(path+".hedge", t.Hedge, len(t.Cascade), t.Budget)
 	v.cache(path+".cache", t.Cache, t.Criticality)
 	v.canary(t)
 }
@@ -806,7 +818,7 @@ func (v *validator) route(r *Route) {
 	v.inherit(reflect.ValueOf(&r.Reask).Elem(), reflect.ValueOf(v.f.Defaults.Reask), path+".reask")
 	v.reask(path+".reask", r.Reask)
 	v.rollout(path+".rollout_pct", &r.RolloutPct)
-	v.hedge(path+".hedge", r.Hedge, len(r.Cascade))
+	v.hedge(path+".hedge", r.Hedge, len(r.Cascade), r.Budget)
 }
 
 // models checks the routes' aliases (routes.<name>.models) and server.default_route: a model
