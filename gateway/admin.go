@@ -557,8 +557,13 @@ func (g *Gateway) putFault(w http.ResponseWriter, r *http.Request) {
 	if !jsonBody(w, r) {
 		return
 	}
+	var raw json.RawMessage // well-formed JSON first; what it says is the fault's to judge
+	if !decodeStrict(w, r, &raw) {
+		return
+	}
 	var flt fault.Fault
-	if !decodeStrict(w, r, &flt) {
+	if err := json.Unmarshal(raw, &flt); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_fault", strings.TrimPrefix(err.Error(), "json: "))
 		return
 	}
 	if flt.Mode == fault.ModeNone {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,10 +42,16 @@ func TestFaultTTL(t *testing.T) {
 		return decode[statusFault](t, b)
 	}
 
-	for _, body := range []string{`{"mode":"timeout","ttl":"0s"}`, `{"mode":"timeout","ttl":"-1m"}`, `{"mode":"timeout","ttl":"later"}`, `{"mode":"timeout","ttl":5}`} {
-		if code, _, b := e.do("PUT", "/admin/faults/primary", adminToken, body); code != http.StatusBadRequest {
-			t.Errorf("PUT %s: %d %s, want 400", body, code, b)
+	// Well-formed JSON that is not a valid fault is invalid_fault; JSON that is not, invalid_request.
+	for _, body := range []string{`{"mode":"timeout","ttl":"0s"}`, `{"mode":"timeout","ttl":"-1m"}`, `{"mode":"timeout","ttl":"later"}`, `{"mode":"timeout","ttl":5}`,
+		`{"mode":"timeout","delay":"5s"}`} {
+		code, _, b := e.do("PUT", "/admin/faults/primary", adminToken, body)
+		if code != http.StatusBadRequest || !strings.Contains(string(b), `"invalid_fault"`) || strings.Contains(string(b), "invalid JSON") {
+			t.Errorf("PUT %s: %d %s, want 400 invalid_fault", body, code, b)
 		}
+	}
+	if code, _, b := e.do("PUT", "/admin/faults/primary", adminToken, `{"mode":`); code != http.StatusBadRequest || !strings.Contains(string(b), `"invalid_request"`) {
+		t.Errorf("PUT of broken JSON: %d %s, want 400 invalid_request", code, b)
 	}
 	if st := status(); st.Providers["primary"].Fault != nil {
 		t.Fatalf("a refused fault was set: %+v", st.Providers["primary"].Fault)
