@@ -178,8 +178,10 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 	e.setConcurrency(u)
 	if err != nil {
 		permit.Cancel(ctx)
-		if context.Cause(ctx) == errHedgeLost {
-			return afloat.OutcomeDeadline // cancelled in the queue: another tier answered
+		if ctx.Err() != nil {
+			// The call ended while it waited in the queue (another tier answered a hedge, the
+			// budget ran out, the client left): not the bulkhead's refusal.
+			return afloat.OutcomeDeadline
 		}
 		return afloat.OutcomeBulkhead
 	}

@@ -620,6 +620,29 @@ func TestCriticalWaitsAheadOfEnrichmentInTheBulkhead(t *testing.T) {
 	})
 }
 
+// TestClientGoneInTheQueueIsNoBulkheadRefusal: a call that waits for p0's one slot and whose
+// client leaves meanwhile is recorded as deadline (the call ended), not as a bulkhead refusal.
+func TestClientGoneInTheQueueIsNoBulkheadRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx := newFixture(t, func(c *Config) { realClock(c); c.Providers[0].MaxInFlight = 1 },
+			after(200*time.Millisecond, answer(validAnswer)))
+		task := fx.task(t, func(c *TaskConfig) { c.Budget = 5 * time.Second })
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = task.RunJSON(context.Background(), ticket) }) // holds the slot
+		synctest.Wait()
+		ctx, leave := context.WithCancel(context.Background())
+		time.AfterFunc(50*time.Millisecond, leave)
+		_, _ = task.RunJSON(ctx, ticket)
+		wg.Wait()
+		attempts := func(outcome string) float64 {
+			return testutil.ToFloat64(fx.eng.Metrics().Attempts.WithLabelValues("triage", "p0", outcome))
+		}
+		if b, d := attempts("bulkhead"), attempts("deadline"); b != 0 || d != 1 {
+			t.Errorf("afloat_attempts_total bulkhead %v, deadline %v; want 0 and 1", b, d)
+		}
+	})
+}
+
 // TestHangingBackupOpensBehindAFastFailingPrimary: the primary fails fast (a contract
 // violation after 5 ms, twice with its re-ask), the backup hangs. The backup had nearly its whole
 // allotment, so its cuts are its own timeouts: its breaker opens, and then calls end at once
