@@ -141,6 +141,27 @@ func TestHedgePrimaryMayStillWin(t *testing.T) {
 	})
 }
 
+// TestHedgeLoserThatAnsweredIsWastedInSpend: the hedge goes out at 100 ms and both answer at
+// 150 ms: the answer not used is wasted in the task's Spend as in afloat_wasted_cost_total
+// (Spend counted it as used while the metric counted it wasted).
+func TestHedgeLoserThatAnsweredIsWastedInSpend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx := newFixture(t, realClock, after(150*time.Millisecond, answer(validAnswer)), after(50*time.Millisecond, answer(validAnswer)))
+		task := fx.task(t, func(c *TaskConfig) { c.Budget, c.Hedge = 5*time.Second, Hedge{After: 100 * time.Millisecond, Max: 1} })
+		if _, err := task.RunJSON(context.Background(), ticket); err != nil {
+			t.Fatal(err)
+		}
+		metric := 0.0
+		for _, p := range []string{"p0", "p1"} {
+			metric += testutil.ToFloat64(fx.eng.Metrics().WastedCost.WithLabelValues(p, "triage"))
+		}
+		sp := task.Spend()
+		if metric <= 0 || sp.Wasted != metric || sp.Total != 2*metric {
+			t.Errorf("spend %+v, wasted metric %v; want one of the two answers wasted in both", sp, metric)
+		}
+	})
+}
+
 // TestHedgeBothFailGoesOn: both the primary and its hedge fail: the cascade goes on to the
 // third tier.
 func TestHedgeBothFailGoesOn(t *testing.T) {

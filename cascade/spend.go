@@ -77,6 +77,16 @@ func (s *spendWindow) record(now time.Time, cost float64, used bool) {
 	}
 }
 
+// unused counts the cost of an answer recorded as used that was not, after all (a hedge's
+// loser that answered too), as wasted, as afloat_wasted_cost_total counts it. The answer
+// still counts: a model did answer.
+func (s *spendWindow) unused(now time.Time, cost float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.advance(now)
+	s.wasted[s.head] += cost
+}
+
 func (s *spendWindow) snapshot(now time.Time) Spend {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -192,7 +192,9 @@ func hedgedAsk[T any](e *Engine, ctx context.Context, tiers []tier, i int, delay
 	settled(got[0], got[1])
 	for _, b := range got {
 		if b != win && b.ok && b.log.usedCost > 0 {
-			b.tr.wasted.Add(b.log.usedCost) // the loser answered too: an answer paid for, not used
+			// The loser answered too: an answer paid for, not used.
+			b.tr.wasted.Add(b.log.usedCost)
+			b.tr.spend.unused(e.clock.Now(), b.log.usedCost)
 		}
 	}
 	if win != nil {
