@@ -112,8 +112,9 @@ func (s *Shedder) Enter(ctx context.Context, c afloat.Criticality) (leave func()
 	return s.turns.enter(ctx, c)
 }
 
-// turns gives n turns at once (0: twice GOMAXPROCS, read at each call, since it can change
-// at run time); the others wait on a stack per criticality, so that assistance goes before
+// turns gives n turns at once (0: twice GOMAXPROCS, read at each call and each turn's end,
+// since it can change at run time: a rise wakes waiting calls into the new turns, a fall
+// hands no ended turn on until the turns in use are down to it); the others wait on a stack per criticality, so that assistance goes before
 // enrichment (which is the first shed) and, within each, the newest waiting, the most likely
 // to still be within its budget, goes first.
 type turns struct {
@@ -134,13 +135,14 @@ func (t *turns) enter(ctx context.Context, c afloat.Criticality) (leave func(), 
 	if c == afloat.Enrichment {
 		class = 1
 	}
-	n := t.n
-	if n <= 0 {
-		n = 2 * runtime.GOMAXPROCS(0)
-	}
+	n := t.count()
 	t.mu.Lock()
 	if t.busy < n {
 		t.busy++
+		// Turns the count grew by since the calls waiting came go to them too.
+		for t.busy < n && t.wake() {
+			t.busy++
+		}
 		t.mu.Unlock()
 		return t.leaver(), true
 	}
@@ -171,8 +173,16 @@ func (t *turns) enter(ctx context.Context, c afloat.Criticality) (leave func(), 
 		}
 	}
 	// The turn was handed over as the wait ended: pass it on.
-	t.handOver()
+	t.handOver(t.count())
 	return nil, false
+}
+
+// count is the number of turns now: n, or twice GOMAXPROCS, which can change at run time.
+func (t *turns) count() int {
+	if t.n > 0 {
+		return t.n
+	}
+	return 2 * runtime.GOMAXPROCS(0)
 }
 
 // leaver returns the function that ends a turn, once: the newest waiting call takes it.
@@ -182,24 +192,34 @@ func (t *turns) leaver() func() {
 		if left.Swap(true) {
 			return
 		}
+		n := t.count()
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		t.handOver()
+		t.handOver(n)
 	}
 }
 
-// handOver gives a turn that ends to the newest waiting assistance call, else the newest
-// waiting enrichment call, or frees it; t.mu is held.
-func (t *turns) handOver() {
+// handOver gives a turn that ends to the newest waiting call (see wake), or frees it: also
+// when more turns are taken than the n there are now (the count fell), so that the turns in
+// use come down to it. t.mu is held.
+func (t *turns) handOver(n int) {
+	if t.busy > n || !t.wake() {
+		t.busy--
+	}
+}
+
+// wake hands a turn to the newest waiting assistance call, else the newest waiting
+// enrichment call; false when none waits. t.mu is held.
+func (t *turns) wake() bool {
 	for class, stack := range t.waiting {
 		if n := len(stack); n > 0 {
 			close(stack[n-1])
 			stack[n-1] = nil
 			t.waiting[class] = stack[:n-1]
-			return
+			return true
 		}
 	}
-	t.busy--
+	return false
 }
 
 // Sampler measures the scheduling latency: every period it reads the runtime's histogram of

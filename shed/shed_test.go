@@ -276,6 +276,70 @@ func TestOlderWaitEndsFirst(t *testing.T) {
 	})
 }
 
+// TestTurnsFollowTheirCount: when the number of turns grows (GOMAXPROCS rose), a call that
+// enters wakes the waiting ones into the new turns at once; when it falls, turns that end are
+// not handed on until the turns in use are down to it.
+func TestTurnsFollowTheirCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(300*time.Millisecond, func() time.Duration { return 0 })
+		s.turns.n = 2
+		ctx := context.Background()
+		var held []func()
+		enter := func() {
+			leave, ok := s.Enter(ctx, afloat.Enrichment)
+			if !ok {
+				t.Fatal("a call was refused a turn")
+			}
+			held = append(held, leave)
+		}
+		entered := make(chan func(), 8)
+		wait := func() {
+			go func() {
+				if leave, ok := s.Enter(ctx, afloat.Enrichment); ok {
+					entered <- leave
+				}
+			}()
+			synctest.Wait()
+		}
+		enter()
+		enter()
+		wait()
+		wait()
+		s.turns.n = 5 // grown: three more
+		start := time.Now()
+		enter()
+		for range 2 {
+			held = append(held, <-entered)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("the waiting calls entered %v after the turns grew; want at once", d)
+		}
+		if s.turns.busy != 5 || s.turns.waiters() != 0 {
+			t.Fatalf("%d busy, %d waiting; want 5 and 0", s.turns.busy, s.turns.waiters())
+		}
+
+		s.turns.n = 1 // fallen: four too many in use
+		for range 3 {
+			wait()
+		}
+		for _, leave := range held {
+			leave()
+		}
+		synctest.Wait()
+		if s.turns.busy != 1 || s.turns.waiters() != 2 {
+			t.Errorf("%d busy, %d waiting after the five left; want 1 (the count) and 2", s.turns.busy, s.turns.waiters())
+		}
+		(<-entered)()
+		synctest.Wait()
+		(<-entered)()
+		synctest.Wait()
+		(<-entered)()
+		if s.turns.busy != 0 || s.turns.waiters() != 0 {
+			t.Errorf("%d busy, %d waiting at the end; want 0 and 0", s.turns.busy, s.turns.waiters())
+		}
+	})
+}
+
 // waiters counts the calls waiting for a turn, of both criticalities.
 func (t *turns) waiters() int {
 	t.mu.Lock()
