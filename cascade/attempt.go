@@ -362,7 +362,7 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 	// a cut explains is read as one: an HTTP error that arrived as the timer fired stays
 	// what it is (a 429 keeps its wait, a 400 never moves the breaker).
 	cut := err != nil && cutError(err) && (a.cut(ctx) || ctx.Err() != nil)
-	failed := false
+	failed, lost := false, false
 	switch {
 	case err == nil:
 		a.permit.Done(ctx, nil)
@@ -377,6 +377,7 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 			a.est.Observe(took) // the tier hedged from; not the hedge, cut when it had barely begun
 		}
 		rec.Outcome, rec.Error = afloat.OutcomeDeadline, errHedgeLost.Error()
+		lost = true
 	case gone || cut && errors.Is(ctx.Err(), context.Canceled):
 		// The client left: nothing to say about the provider.
 		a.permit.Cancel(ctx)
@@ -405,12 +406,20 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 	}
 	a.load = e.sample(loadOf(rec.Outcome, err))
 	var cost float64
-	if resp != nil {
+	billed := resp != nil
+	switch {
+	case resp != nil:
 		if err != nil && resp.Usage == (afloat.Usage{}) && (resp.Content != "" || len(resp.ToolCalls) > 0) {
 			// Cut before the provider sent its usage: what it generated is billed anyway.
 			resp.Usage = estimateUsage(a.s.req, resp)
 		}
 		cost = e.account(tr, log, resp)
+	case lost:
+		// The hedge's other ask answered first and this one was cancelled: the provider had
+		// the prompt and bills it. Its input is estimated; what it had begun to generate is
+		// unknown, so the estimate is a floor.
+		cost = e.account(tr, log, &afloat.Response{Usage: estimateUsage(a.s.req, nil)})
+		billed = true
 	}
 	if rec.Outcome == afloat.OutcomeOK && check != nil {
 		checked, verr := check(resp)
@@ -437,7 +446,7 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 	if used {
 		log.usedCost = cost
 	}
-	if resp != nil {
+	if billed {
 		tr.spend.record(e.clock.Now(), cost, used)
 	}
 	if a.skipped > 0 {

@@ -162,6 +162,40 @@ func TestHedgeLoserThatAnsweredIsWastedInSpend(t *testing.T) {
 	})
 }
 
+// TestAbandonedHedgeAskIsCounted: the primary's ask, cancelled because the hedge answered
+// first, costs its prompt (the provider had it): estimated, it is in afloat_cost_total, as
+// wasted in afloat_wasted_cost_total and the task's Spend, and in the envelope's usage.
+func TestAbandonedHedgeAskIsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx := newFixture(t, realClock, after(time.Second, answer(validAnswer)), after(50*time.Millisecond, answer(validAnswer)))
+		task := fx.task(t, func(c *TaskConfig) { c.Budget, c.Hedge = 5*time.Second, Hedge{After: 100 * time.Millisecond, Max: 1} })
+		res, err := task.RunJSON(context.Background(), ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Provider != "p1" {
+			t.Fatalf("answered by %q; want the hedge, p1", res.Provider)
+		}
+		prompt := estimateUsage(fx.fakes["p0"].reqs[0], nil)
+		if prompt.InputTokens == 0 || prompt.OutputTokens != 0 {
+			t.Fatalf("estimate of the prompt %+v; want its input tokens only", prompt)
+		}
+		want := float64(prompt.InputTokens) / 1e6 // p0's input price: 1 a million
+		cost := testutil.ToFloat64(fx.eng.Metrics().Cost.WithLabelValues("p0", "triage"))
+		wasted := testutil.ToFloat64(fx.eng.Metrics().WastedCost.WithLabelValues("p0", "triage"))
+		if cost != want || wasted != want {
+			t.Errorf("p0's cost %v and wasted %v; want both the prompt's estimate %v", cost, wasted, want)
+		}
+		answerCost := (100*1 + 20*2) / 1e6
+		if sp := task.Spend(); sp.Wasted != want || sp.Total != want+answerCost || sp.Answers != 1 {
+			t.Errorf("spend %+v; want total %v (the answer and the abandoned prompt), wasted %v, 1 answer", sp, want+answerCost, want)
+		}
+		if res.Usage.InputTokens != 100+prompt.InputTokens || res.Usage.Cost != want+answerCost {
+			t.Errorf("envelope usage %+v; want the answer's and the abandoned ask's", res.Usage)
+		}
+	})
+}
+
 // TestHedgeBothFailGoesOn: both the primary and its hedge fail: the cascade goes on to the
 // third tier.
 func TestHedgeBothFailGoesOn(t *testing.T) {

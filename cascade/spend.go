@@ -18,11 +18,12 @@ const spendBuckets = 12
 // each provider (ProviderConfig.Price) and the tokens it reported.
 type Spend struct {
 	Window time.Duration
-	// Total is the cost of every attempt that got an answer, used or not: the sum of
+	// Total is the cost of every attempt that got an answer, used or not, and of a hedge's
+	// ask cancelled because the other answered first (its prompt, estimated): the sum of
 	// afloat_cost_total over the task's providers.
 	Total float64
 	// Wasted is the part of Total that bought answers that were not used (a contract
-	// violation, a stream cut before its end): afloat_wasted_cost_total.
+	// violation, a stream cut before its end, a hedge's loser): afloat_wasted_cost_total.
 	Wasted float64
 	// Answers counts the calls a model answered.
 	Answers int
@@ -165,16 +166,20 @@ func (r *Route) Spend() Spend { return r.e.spends.snapshot(r.name, r.e.clock.Now
 const charsPerToken = 4
 
 // estimateUsage guesses the tokens of an answer cut before the provider reported its usage
-// (a stream cut after its first chunk): the provider bills them all the same. It counts
-// charsPerToken characters a token in the request's messages and in what arrived.
+// (a stream cut after its first chunk, or a hedge's ask cancelled with nothing yet, resp
+// nil): the provider bills them all the same. It counts charsPerToken characters a token in
+// the request's messages and in what arrived.
 func estimateUsage(req *afloat.Request, resp *afloat.Response) afloat.Usage {
 	in := 0
 	for _, m := range req.Messages {
 		in += len([]rune(m.Content))
 	}
-	out := len([]rune(resp.Content))
-	for _, c := range resp.ToolCalls {
-		out += len([]rune(c.Name)) + len([]rune(string(c.Arguments)))
+	out := 0
+	if resp != nil {
+		out = len([]rune(resp.Content))
+		for _, c := range resp.ToolCalls {
+			out += len([]rune(c.Name)) + len([]rune(string(c.Arguments)))
+		}
 	}
 	return afloat.Usage{InputTokens: (in + charsPerToken - 1) / charsPerToken, OutputTokens: (out + charsPerToken - 1) / charsPerToken}
 }

@@ -43,7 +43,7 @@ func costTrailers(h http.Header) { h.Set("Trailer", CostHeader+", "+CurrencyHead
 
 // costStatus is a task's or route's cost in /admin/status: over the last window, what every
 // attempt that got an answer cost (total), the part of it that bought answers not used
-// (wasted: contract violations, cut streams), and the calls a model answered.
+// (wasted: contract violations, cut streams, hedges' losing attempts), and the calls a model answered.
 type costStatus struct {
 	Window   string  `json:"window"`
 	Total    float64 `json:"total"`

@@ -112,7 +112,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		Normalize:        counter("afloat_normalize_total", "Normalization steps that changed a model's answer.", "task", "step"),
 		Retries:          counter("afloat_retries_total", "Retries on the same provider after a transient failure.", "task", "provider"),
 		Refusals:         counter("afloat_refusals_total", "Attempts the provider declined under its content policy.", "task", "provider"),
-		WastedCost:       counter("afloat_wasted_cost_total", "Cost of answers that were not used (contract violations, cut streams), not billed to the caller.", "provider", "task"),
+		WastedCost:       counter("afloat_wasted_cost_total", "Cost of answers that were not used (contract violations, cut streams, hedges' losing attempts), not billed to the caller.", "provider", "task"),
 		StreamEventsSkipped: counter("afloat_stream_events_skipped_total",
 			"Stream events that could not be parsed and were skipped.", "provider", "task"),
 		ReviewEnqueued: counter("afloat_review_enqueued_total", "Items queued for human review.", "task"),
