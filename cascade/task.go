@@ -433,13 +433,19 @@ func (t *Task) Criticality() afloat.Criticality { return t.crit }
 // decoding its body (shed.Shedder.Enter), and returns the function that ends the turn: call it
 // once that work is done. ok is false when afloat is too busy to even start the call
 // (afloat_shed_total counts it, and the caller answers it overloaded) or ctx ended first.
+// The wait is part of the call's budget: it is never longer than the task's Budget, and the
+// caller gives the call what is left of it (a context whose deadline is the Budget after the
+// call arrived).
 func (t *Task) Enter(ctx context.Context) (leave func(), ok bool) {
-	leave, ok = t.e.shed.Enter(ctx, t.crit)
+	leave, ok = t.e.shed.Enter(ctx, t.crit, t.budget)
 	if !ok && ctx.Err() == nil {
 		t.shed.Inc()
 	}
 	return leave, ok
 }
+
+// Budget returns the task's budget: the most a call of it takes, from its arrival.
+func (t *Task) Budget() time.Duration { return t.budget }
 
 // Policy returns the on_exhausted policy in force.
 func (t *Task) Policy() Policy { return t.policy }

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -27,6 +26,9 @@ const maxBudgetMS = 3_600_000
 type taskRequest struct {
 	Input    map[string]any `json:"input"`
 	BudgetMS *int64         `json:"budget_ms,omitempty"`
+	// arrived is when the body was read: the budget counts from there, the wait for a turn
+	// included.
+	arrived time.Time
 }
 
 // sum hashes the call as canonical JSON (object keys sorted, no insignificant space, numbers
@@ -202,6 +204,7 @@ func (g *Gateway) readTask(w http.ResponseWriter, r *http.Request, t *cascade.Ta
 	if !ok {
 		return nil, sum, false
 	}
+	arrived := g.clock.Now()
 	leave, ok := t.Enter(r.Context())
 	if !ok {
 		if r.Context().Err() == nil { // else the client left: nobody reads an answer
@@ -219,17 +222,20 @@ func (g *Gateway) readTask(w http.ResponseWriter, r *http.Request, t *cascade.Ta
 	if withSum {
 		sum = req.sum()
 	}
+	req.arrived = arrived
 	return req, sum, true
 }
 
-// runTask runs one task call and writes the envelope with the status of its policy.
+// runTask runs one task call and writes the envelope with the status of its policy. The
+// call's budget (the task's, or budget_ms when that is shorter) counts from its arrival: the
+// wait for a turn (readTask) is part of it.
 func (g *Gateway) runTask(w http.ResponseWriter, r *http.Request, t *cascade.Task, req *taskRequest) {
-	ctx := r.Context()
+	budget := t.Budget()
 	if req.BudgetMS != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = latency.WithBudget(ctx, g.clock, time.Duration(*req.BudgetMS)*time.Millisecond)
-		defer cancel()
+		budget = min(budget, time.Duration(*req.BudgetMS)*time.Millisecond)
 	}
+	ctx, cancel := latency.WithBudget(r.Context(), g.clock, budget-g.clock.Since(req.arrived))
+	defer cancel()
 	res, err := t.RunJSON(ctx, afloat.Input(req.Input))
 	noteTask(ctx, t.Name(), &res)
 	var ie *cascade.InputError

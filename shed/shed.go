@@ -101,15 +101,16 @@ func (s *Shedder) Shed(c afloat.Criticality) bool {
 // not after the call, which may wait on a provider (a second call of it does nothing). A
 // critical call never waits. Others take one of a few turns: at once while one is free, else
 // they wait, assistance before enrichment and the newest first, for the shedding threshold (a
-// quarter second at least). ok is
-// false when no turn came by then, or ctx ended first: afloat is too busy to even start the
-// call, and the caller answers it overloaded (503 with Retry-After), the one answer that costs
-// nothing to give. With shedding off every call enters at once.
-func (s *Shedder) Enter(ctx context.Context, c afloat.Criticality) (leave func(), ok bool) {
+// quarter second at least), and never longer than within (the call's budget, which the wait
+// is part of; ≤ 0: no bound but the threshold's). ok is false when no turn came by then, or
+// ctx ended first: afloat is too busy to even start the call, and the caller answers it
+// overloaded (503 with Retry-After), the one answer that costs nothing to give. With shedding
+// off every call enters at once.
+func (s *Shedder) Enter(ctx context.Context, c afloat.Criticality, within time.Duration) (leave func(), ok bool) {
 	if s == nil || s.threshold <= 0 || c == afloat.Critical {
 		return func() {}, true
 	}
-	return s.turns.enter(ctx, c)
+	return s.turns.enter(ctx, c, within)
 }
 
 // turns gives n turns at once (0: twice GOMAXPROCS, read at each call and each turn's end,
@@ -130,7 +131,7 @@ type turns struct {
 	testGiveUp func() // a test's, run between a wait's end and its giving up
 }
 
-func (t *turns) enter(ctx context.Context, c afloat.Criticality) (leave func(), ok bool) {
+func (t *turns) enter(ctx context.Context, c afloat.Criticality, within time.Duration) (leave func(), ok bool) {
 	class := 0
 	if c == afloat.Enrichment {
 		class = 1
@@ -150,7 +151,11 @@ func (t *turns) enter(ctx context.Context, c afloat.Criticality) (leave func(), 
 	t.waiting[class] = append(t.waiting[class], ch)
 	t.mu.Unlock()
 
-	timer := time.NewTimer(t.wait)
+	wait := t.wait
+	if within > 0 {
+		wait = min(wait, within)
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-ch:

@@ -87,13 +87,13 @@ func TestTurns(t *testing.T) {
 		ctx := context.Background()
 		var held []func()
 		for range 2 {
-			leave, ok := s.Enter(ctx, afloat.Enrichment)
+			leave, ok := s.Enter(ctx, afloat.Enrichment, 0)
 			if !ok {
 				t.Fatal("a free turn was refused")
 			}
 			held = append(held, leave)
 		}
-		if leave, ok := s.Enter(ctx, afloat.Critical); !ok {
+		if leave, ok := s.Enter(ctx, afloat.Critical, 0); !ok {
 			t.Fatal("a critical call waited for a turn")
 		} else {
 			leave()
@@ -104,7 +104,7 @@ func TestTurns(t *testing.T) {
 		var done sync.WaitGroup
 		wait := func(name string) {
 			done.Go(func() {
-				leave, ok := s.Enter(ctx, afloat.Assistance)
+				leave, ok := s.Enter(ctx, afloat.Assistance, 0)
 				if !ok {
 					got <- name + " refused"
 					return
@@ -136,16 +136,20 @@ func TestTurns(t *testing.T) {
 		if s.turns.busy != 1 || s.turns.waiters() != 0 {
 			t.Fatalf("%d turns taken, %d calls waiting once both left; want 1 and 0", s.turns.busy, s.turns.waiters())
 		}
-		extra, ok := s.Enter(ctx, afloat.Enrichment)
+		extra, ok := s.Enter(ctx, afloat.Enrichment, 0)
 		if !ok {
 			t.Fatal("the turn the waiting calls left was not freed")
 		}
 		start = time.Now()
-		if _, ok := s.Enter(ctx, afloat.Enrichment); ok {
+		if _, ok := s.Enter(ctx, afloat.Enrichment, 0); ok {
 			t.Fatal("a call entered with every turn taken")
 		}
 		if d := time.Since(start); d != 300*time.Millisecond {
 			t.Errorf("refused after %s; want the threshold, 300ms", d)
+		}
+		start = time.Now()
+		if _, ok := s.Enter(ctx, afloat.Enrichment, 40*time.Millisecond); ok || time.Since(start) != 40*time.Millisecond {
+			t.Errorf("a call given 40ms: entered %v after %s; want it refused after 40ms, its budget, not the threshold", ok, time.Since(start))
 		}
 		if low := New(time.Millisecond, nil); low.turns.wait != minTurnWait {
 			t.Errorf("with a 1ms threshold a call waits %s for a turn; want %s", low.turns.wait, minTurnWait)
@@ -153,23 +157,23 @@ func TestTurns(t *testing.T) {
 		cancelled, cancel := context.WithCancel(ctx)
 		cancel()
 		start = time.Now()
-		if _, ok := s.Enter(cancelled, afloat.Enrichment); ok || time.Since(start) != 0 {
+		if _, ok := s.Enter(cancelled, afloat.Enrichment, 0); ok || time.Since(start) != 0 {
 			t.Errorf("a call whose context ended: entered %v after %s; want it refused at once with every turn taken", ok, time.Since(start))
 		}
 		held[1]()
 		extra()
 		for range 2 {
-			if _, ok := s.Enter(ctx, afloat.Enrichment); !ok {
+			if _, ok := s.Enter(ctx, afloat.Enrichment, 0); !ok {
 				t.Fatal("a turn left was not freed")
 			}
 		}
-		if _, ok := s.Enter(cancelled, afloat.Enrichment); ok {
+		if _, ok := s.Enter(cancelled, afloat.Enrichment, 0); ok {
 			t.Error("a third turn was given with two")
 		}
 
 		for _, off := range []*Shedder{nil, {}, New(0, nil)} {
 			for range 5 {
-				if _, ok := off.Enter(cancelled, afloat.Enrichment); !ok {
+				if _, ok := off.Enter(cancelled, afloat.Enrichment, 0); !ok {
 					t.Fatalf("%+v refused a turn; want every call entering at once with shedding off", off)
 				}
 			}
@@ -183,13 +187,13 @@ func TestTurnHandedAsTheWaitEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := New(100*time.Millisecond, nil)
 		s.turns.n = 1
-		leave, _ := s.Enter(context.Background(), afloat.Enrichment) // the one turn, held
-		s.turns.testGiveUp = leave                                   // it ends between the waiting call's timeout and its giving up
-		if _, ok := s.Enter(context.Background(), afloat.Enrichment); ok {
+		leave, _ := s.Enter(context.Background(), afloat.Enrichment, 0) // the one turn, held
+		s.turns.testGiveUp = leave                                      // it ends between the waiting call's timeout and its giving up
+		if _, ok := s.Enter(context.Background(), afloat.Enrichment, 0); ok {
 			t.Fatal("a call entered after its wait ended")
 		}
 		s.turns.testGiveUp = nil
-		if _, ok := s.Enter(context.Background(), afloat.Enrichment); !ok {
+		if _, ok := s.Enter(context.Background(), afloat.Enrichment, 0); !ok {
 			t.Fatal("the turn handed to a call that gave up was lost")
 		}
 		if s.turns.waiters() != 0 || s.turns.busy != 1 {
@@ -208,12 +212,12 @@ func TestAssistanceTurnsBeforeEnrichment(t *testing.T) {
 		s := New(th, func() time.Duration { return th }) // Saturated
 		s.turns.n = 1
 		ctx := context.Background()
-		leave, _ := s.Enter(ctx, afloat.Enrichment) // the one turn, held
+		leave, _ := s.Enter(ctx, afloat.Enrichment, 0) // the one turn, held
 		got := make(chan string, 2)
 		var done sync.WaitGroup
 		wait := func(name string, c afloat.Criticality) {
 			done.Go(func() {
-				leave, ok := s.Enter(ctx, c)
+				leave, ok := s.Enter(ctx, c, 0)
 				if ok {
 					got <- name
 					time.Sleep(10 * time.Millisecond) // its turn's work
@@ -247,11 +251,11 @@ func TestOlderWaitEndsFirst(t *testing.T) {
 		s := New(300*time.Millisecond, nil)
 		s.turns.n = 1
 		ctx := context.Background()
-		leave, _ := s.Enter(ctx, afloat.Enrichment) // the one turn, held
+		leave, _ := s.Enter(ctx, afloat.Enrichment, 0) // the one turn, held
 		entered := make(chan string, 3)
 		for i, name := range []string{"oldest", "middle", "newest"} {
 			go func() {
-				_, ok := s.Enter(ctx, afloat.Enrichment)
+				_, ok := s.Enter(ctx, afloat.Enrichment, 0)
 				entered <- fmt.Sprintf("%s %v", name, ok)
 			}()
 			time.Sleep(time.Duration(100*(i+1)) * time.Millisecond / 2) // the next comes later
@@ -286,7 +290,7 @@ func TestTurnsFollowTheirCount(t *testing.T) {
 		ctx := context.Background()
 		var held []func()
 		enter := func() {
-			leave, ok := s.Enter(ctx, afloat.Enrichment)
+			leave, ok := s.Enter(ctx, afloat.Enrichment, 0)
 			if !ok {
 				t.Fatal("a call was refused a turn")
 			}
@@ -295,7 +299,7 @@ func TestTurnsFollowTheirCount(t *testing.T) {
 		entered := make(chan func(), 8)
 		wait := func() {
 			go func() {
-				if leave, ok := s.Enter(ctx, afloat.Enrichment); ok {
+				if leave, ok := s.Enter(ctx, afloat.Enrichment, 0); ok {
 					entered <- leave
 				}
 			}()
