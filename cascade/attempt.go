@@ -26,12 +26,15 @@ type callLog struct {
 	// usedCost is the cost of the answer taken (a hedge's loser that answered too has its
 	// counted as wasted once the other won).
 	usedCost float64
+	// sent counts the attempts that reached a provider (not refused at a gate).
+	sent int
 }
 
 // merge adds a hedged ask's attempts and usage to the call's log.
 func (l *callLog) merge(o *callLog) {
 	l.attempts = append(l.attempts, o.attempts...)
 	l.usage = l.usage.Add(o.usage)
+	l.sent += o.sent
 }
 
 // spec is one attempt to make on a tier: what to send, and how to judge the answer.
@@ -454,6 +457,7 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 	}
 	a.endAttempt(ctx, rec, resp, err)
 	e.record(log, tr, rec)
+	log.sent++
 	return settled{resp: resp, outcome: rec.Outcome, err: err, emitted: emitted, failed: failed}
 }
 

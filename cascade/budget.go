@@ -56,6 +56,20 @@ func (b *retryBudget) call() {
 	b.mu.Unlock()
 }
 
+// give returns a retry taken for an attempt that never went out (a hedge refused at its
+// tier's gates): the newest bucket's that holds one.
+func (b *retryBudget) give() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advance(b.clock.Now())
+	for k := range len(b.retries) {
+		if j := (b.head - k + len(b.retries)) % len(b.retries); b.retries[j] > 0 {
+			b.retries[j]--
+			return
+		}
+	}
+}
+
 // take reserves one retry if the window's retries stay within max(floor, ratio × calls).
 func (b *retryBudget) take() bool {
 	b.mu.Lock()

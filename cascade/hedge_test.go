@@ -11,6 +11,7 @@ import (
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/latency"
+	"github.com/afloat-dev/afloat/limit"
 )
 
 // longTail answers like then: one call in twenty after 3 s, the others after 80 to 120 ms.
@@ -192,6 +193,44 @@ func TestAbandonedHedgeAskIsCounted(t *testing.T) {
 		}
 		if res.Usage.InputTokens != 100+prompt.InputTokens || res.Usage.Cost != want+answerCost {
 			t.Errorf("envelope usage %+v; want the answer's and the abandoned ask's", res.Usage)
+		}
+	})
+}
+
+// TestHedgeRefusedAtItsGateTakesNothing: a hedge whose tier does not admit it (here the
+// backup's one bulkhead slot is taken, and the primary answers while the hedge waits for it)
+// goes out to no provider: it is not counted in afloat_hedges_total and takes nothing from
+// the retry budget.
+func TestHedgeRefusedAtItsGateTakesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx := newFixture(t, func(c *Config) { realClock(c); c.Providers[1].MaxInFlight = 1 },
+			after(300*time.Millisecond, answer(validAnswer)), answer(validAnswer))
+		task := fx.task(t, func(c *TaskConfig) { c.Budget, c.Hedge = 5*time.Second, Hedge{After: 100 * time.Millisecond, Max: 1} })
+		slot, err := fx.eng.upstreams["p1"].lim.Acquire(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer slot.Release(limit.Ignore)
+		res, err := task.RunJSON(context.Background(), ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Provider != "p0" || fx.fakes["p1"].calls.Load() != 0 {
+			t.Fatalf("answered by %q, p1 called %d times; want p0, and the hedge refused at p1's deadline gate (attempts %+v)",
+				res.Provider, fx.fakes["p1"].calls.Load(), res.Attempts)
+		}
+		if n := testutil.ToFloat64(fx.eng.Metrics().Hedges.WithLabelValues("triage", "p0")); n != 0 {
+			t.Errorf("afloat_hedges_total %v; want 0: no hedge went out", n)
+		}
+		b := fx.eng.upstreams["p0"].budget
+		b.mu.Lock()
+		taken := 0
+		for _, r := range b.retries {
+			taken += r
+		}
+		b.mu.Unlock()
+		if taken != 0 {
+			t.Errorf("%d retries taken from p0's budget; want the refused hedge's given back", taken)
 		}
 	})
 }

@@ -22,7 +22,9 @@ type askFunc[T any] func(ctx context.Context, tr *tier, below []tier, log *callL
 // the same, at most Max times a call (each time one tier to the next: a second hedge may go
 // out from below the first pair); the first valid answer wins and the other attempt is
 // cancelled. Each hedge takes a retry from the tier's provider's retry budget, so hedges stay
-// a share of the calls. A streamed call is never hedged: its answer is the first to begin.
+// a share of the calls; one that the next tier does not admit (its bulkhead, the budget left)
+// gives it back and is not counted, since none went out. A streamed call is never hedged: its
+// answer is the first to begin.
 type Hedge struct {
 	After time.Duration
 	P95   bool
@@ -165,7 +167,6 @@ func hedgedAsk[T any](e *Engine, ctx context.Context, tiers []tier, i int, delay
 		settled(&b)
 		return b, false
 	}
-	tiers[i].hedges.Inc()
 	hedge, cancelHedge := start(context.WithValue(ctx, hedgeKey{}, true), &tiers[i+1], tiers[i+2:])
 	defer cancelHedge(nil)
 	var got [2]*branch[T]
@@ -190,6 +191,13 @@ func hedgedAsk[T any](e *Engine, ctx context.Context, tiers []tier, i int, delay
 		}
 	}
 	settled(got[0], got[1])
+	if got[1].log.sent > 0 {
+		tiers[i].hedges.Inc()
+	} else {
+		// The next tier refused the hedge at its gates (its bulkhead, the budget left, a
+		// circuit opened meanwhile): none went out, and it takes nothing from the budget.
+		tiers[i].up.budget.give()
+	}
 	for _, b := range got {
 		if b != win && b.ok && b.log.usedCost > 0 {
 			// The loser answered too: an answer paid for, not used.
