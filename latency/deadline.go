@@ -87,10 +87,14 @@ type fakeDeadlineCtx struct {
 	mu    sync.Mutex
 	err   error
 	stops []func() bool // the timer and the parent's propagation, stopped on cancel
+	// stopped is closed once the first cancel has stopped them: a later cancel waits for it,
+	// so that when a cancel returns the fake clock holds no timer of the context's (a test
+	// counting the clock's timers sees none left behind).
+	stopped chan struct{}
 }
 
 func withFakeDeadline(parent context.Context, clk *clockwork.FakeClock, now, at time.Time) (context.Context, context.CancelFunc) {
-	c := &fakeDeadlineCtx{parent: parent, at: at, done: make(chan struct{})}
+	c := &fakeDeadlineCtx{parent: parent, at: at, done: make(chan struct{}), stopped: make(chan struct{})}
 	cancel := func() { c.cancel(context.Canceled) }
 	if !at.After(now) {
 		c.cancel(context.DeadlineExceeded)
@@ -114,6 +118,7 @@ func (c *fakeDeadlineCtx) cancel(err error) {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
+		<-c.stopped // neither stop waits for a callback: this cannot wait on itself
 		return
 	}
 	c.err = err
@@ -123,6 +128,7 @@ func (c *fakeDeadlineCtx) cancel(err error) {
 	for _, stop := range stops {
 		stop()
 	}
+	close(c.stopped)
 }
 
 func (c *fakeDeadlineCtx) Deadline() (time.Time, bool) { return c.at, true }

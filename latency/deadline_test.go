@@ -183,3 +183,22 @@ func TestFromContext(t *testing.T) {
 		t.Errorf("zero Deadline Remaining() = %v, want 0", got)
 	}
 }
+
+// TestCancelLeavesNoTimer: once cancel returns, the fake clock holds no timer of the
+// context's, also when the parent's cancellation is still propagating on another goroutine
+// (a test that counts the clock's timers after a Close saw one left behind).
+func TestCancelLeavesNoTimer(t *testing.T) {
+	clk := clockwork.NewFakeClock()
+	gone, stop := context.WithCancel(context.Background())
+	stop()
+	for i := range 2000 {
+		parent, cancelParent := context.WithCancel(context.Background())
+		ctx, cancel := WithBudget(parent, clk, time.Hour)
+		cancelParent()
+		<-ctx.Done()
+		cancel()
+		if clk.BlockUntilContext(gone, 1) == nil {
+			t.Fatalf("call %d: a timer is left on the clock after cancel returned", i)
+		}
+	}
+}
