@@ -1006,3 +1006,26 @@ func TestHealthySaturationOpensNoBreaker(t *testing.T) {
 		}
 	})
 }
+
+// TestBudgetSpentBeforeTheCallGoesToThePolicy: a call whose context's deadline passed before
+// it began (its budget spent waiting, as for a turn) is answered by its policy at once,
+// reason deadline, with no tier asked; a call whose caller left (cancelled) returns the
+// context's error.
+func TestBudgetSpentBeforeTheCallGoesToThePolicy(t *testing.T) {
+	fx := newFixture(t, nil, answer(validAnswer))
+	task := fx.task(t, nil)
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancel()
+	res, err := task.RunJSON(expired, ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Source != afloat.SourceHeuristic || res.Reason != afloat.Reason(afloat.OutcomeDeadline) || fx.fakes["p0"].calls.Load() != 0 {
+		t.Errorf("source %s, reason %s, p0 called %d times; want the heuristic, reason deadline, no call", res.Source, res.Reason, fx.fakes["p0"].calls.Load())
+	}
+	left, leave := context.WithCancel(context.Background())
+	leave()
+	if _, err := task.RunJSON(left, ticket); !errors.Is(err, context.Canceled) {
+		t.Errorf("a call whose caller left: %v; want context.Canceled", err)
+	}
+}

@@ -36,13 +36,20 @@ func (t *Task) runJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 	if err := t.checkInput(in); err != nil {
 		return res, err
 	}
-	if err := ctx.Err(); err != nil {
-		return res, err
+	var log callLog
+	switch err := ctx.Err(); {
+	case errors.Is(err, context.DeadlineExceeded):
+		// The budget ran out before the call began (what the caller gave it was spent
+		// waiting, as for a turn while afloat is saturated): no tier can answer in it, and
+		// the policy answers at once, as for a call whose budget ran out on its tiers.
+		log.reason = afloat.Reason(afloat.OutcomeDeadline)
+		return t.exhausted(ctx, in, &log, start)
+	case err != nil:
+		return res, err // the caller left
 	}
 	ctx, cancel := t.e.withBudget(ctx, t.budget)
 	defer cancel()
 
-	var log callLog
 	doc, err := t.e.flags.Flags(ctx)
 	if err != nil {
 		t.e.log.WarnContext(ctx, "flags unreadable; task treated as on", "task", t.name, "err", err)

@@ -234,7 +234,10 @@ func (g *Gateway) runTask(w http.ResponseWriter, r *http.Request, t *cascade.Tas
 	if req.BudgetMS != nil {
 		budget = min(budget, time.Duration(*req.BudgetMS)*time.Millisecond)
 	}
-	ctx, cancel := latency.WithBudget(r.Context(), g.clock, budget-g.clock.Since(req.arrived))
+	if !req.arrived.IsZero() {
+		budget -= g.clock.Since(req.arrived)
+	}
+	ctx, cancel := latency.WithBudget(r.Context(), g.clock, budget)
 	defer cancel()
 	res, err := t.RunJSON(ctx, afloat.Input(req.Input))
 	noteTask(ctx, t.Name(), &res)

@@ -51,6 +51,17 @@ func TestTurnWaitIsPartOfTheBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		call := func(body string) chan *httptest.ResponseRecorder {
+			answered := make(chan *httptest.ResponseRecorder)
+			go func() {
+				req := httptest.NewRequest("POST", "/v1/tasks/triage", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				gw.Handler().ServeHTTP(rec, req)
+				answered <- rec
+			}()
+			return answered
+		}
 		var held []func()
 		for {
 			leave, ok := task.Enter(context.Background())
@@ -59,19 +70,27 @@ func TestTurnWaitIsPartOfTheBudget(t *testing.T) {
 			}
 			held = append(held, leave)
 		}
-		start := time.Now()
-		answered := make(chan *httptest.ResponseRecorder)
-		go func() {
-			req := httptest.NewRequest("POST", "/v1/tasks/triage", strings.NewReader(`{"input": {"message": "the site is down"}}`))
-			req.Header.Set("Content-Type", "application/json")
-			rec := httptest.NewRecorder()
-			gw.Handler().ServeHTTP(rec, req)
-			answered <- rec
-		}()
+		// A call whose own budget_ms the wait spends whole: its policy answers (the heuristic),
+		// not a 500 for a context already past its deadline.
+		answered := call(`{"input": {"message": "the site is down"}, "budget_ms": 100}`)
 		synctest.Wait() // the call waits for a turn
 		time.Sleep(200 * time.Millisecond)
 		held[0]()
 		rec := <-answered
+		if rec.Code != http.StatusOK {
+			t.Fatalf("a call whose 100ms went on the wait for a turn: %d %s; want 200 with the heuristic", rec.Code, rec.Body)
+		}
+		if res := decode[envelope](t, rec.Body.Bytes()); res.Source != afloat.SourceHeuristic || res.Reason != afloat.Reason(afloat.OutcomeDeadline) || len(res.Attempts) != 0 {
+			t.Errorf("source %s, reason %s, attempts %+v; want the heuristic at once, reason deadline, no attempt", res.Source, res.Reason, res.Attempts)
+		}
+		held[0], _ = task.Enter(context.Background()) // the turn it left, held again
+
+		start := time.Now()
+		answered = call(`{"input": {"message": "the site is down"}}`)
+		synctest.Wait() // the call waits for a turn
+		time.Sleep(200 * time.Millisecond)
+		held[0]()
+		rec = <-answered
 		took := time.Since(start)
 		for _, leave := range held[1:] {
 			leave()
