@@ -114,6 +114,10 @@ func withFakeDeadline(parent context.Context, clk *clockwork.FakeClock, now, at 
 	return c, cancel
 }
 
+// testAfterDone is a test's, run by the first cancel between closing done and stopping the
+// timer.
+var testAfterDone func()
+
 func (c *fakeDeadlineCtx) cancel(err error) {
 	c.mu.Lock()
 	if c.err != nil {
@@ -125,6 +129,9 @@ func (c *fakeDeadlineCtx) cancel(err error) {
 	close(c.done)
 	stops := c.stops
 	c.mu.Unlock()
+	if testAfterDone != nil {
+		testAfterDone()
+	}
 	for _, stop := range stops {
 		stop()
 	}

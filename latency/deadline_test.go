@@ -3,7 +3,9 @@ package latency
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -185,20 +187,46 @@ func TestFromContext(t *testing.T) {
 }
 
 // TestCancelLeavesNoTimer: once cancel returns, the fake clock holds no timer of the
-// context's, also when the parent's cancellation is still propagating on another goroutine
-// (a test that counts the clock's timers after a Close saw one left behind).
+// context's, also while the parent's cancellation, on another goroutine, has closed Done but
+// not yet stopped the timer (a test that counted the clock's timers after a Close saw one
+// left behind).
 func TestCancelLeavesNoTimer(t *testing.T) {
-	clk := clockwork.NewFakeClock()
-	gone, stop := context.WithCancel(context.Background())
-	stop()
-	for i := range 2000 {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clockwork.NewFakeClock()
+		inWindow, release := make(chan struct{}), make(chan struct{})
+		testAfterDone = func() {
+			close(inWindow)
+			<-release
+		}
+		var released sync.Once
+		defer func() {
+			released.Do(func() { close(release) })
+			testAfterDone = nil
+		}()
 		parent, cancelParent := context.WithCancel(context.Background())
 		ctx, cancel := WithBudget(parent, clk, time.Hour)
 		cancelParent()
+		<-inWindow // the parent's cancellation has closed Done; its timer is still armed
 		<-ctx.Done()
-		cancel()
-		if clk.BlockUntilContext(gone, 1) == nil {
-			t.Fatalf("call %d: a timer is left on the clock after cancel returned", i)
+		returned := make(chan struct{})
+		go func() {
+			cancel()
+			close(returned)
+		}()
+		synctest.Wait()
+		gone, stop := context.WithCancel(context.Background())
+		stop()
+		select {
+		case <-returned:
+			if clk.BlockUntilContext(gone, 1) == nil {
+				t.Fatal("cancel returned with the context's timer still on the clock")
+			}
+		default: // cancel waits for the timer to be stopped
 		}
-	}
+		released.Do(func() { close(release) })
+		<-returned
+		if clk.BlockUntilContext(gone, 1) == nil {
+			t.Fatal("a timer is left on the clock after cancel returned")
+		}
+	})
 }
