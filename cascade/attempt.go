@@ -418,9 +418,9 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		}
 		cost = e.account(tr, log, resp)
 	case lost:
-		// The hedge's other ask answered first and this one was cancelled: the provider had
-		// the prompt and bills it. Its input is estimated; what it had begun to generate is
-		// unknown, so the estimate is a floor.
+		// The hedge's other ask ended the call first and this one was cancelled: the provider
+		// had the prompt and bills it. Its input is estimated; what it had begun to generate
+		// is not in the estimate.
 		cost = e.account(tr, log, &afloat.Response{Usage: estimateUsage(a.s.req, nil)})
 		billed = true
 	}
@@ -564,7 +564,7 @@ func (e *Engine) retryable(ctx context.Context, s spec, err error) (time.Duratio
 	if u.br.State(ctx) != breaker.StateClosed {
 		return 0, false
 	}
-	if !u.budget.take() {
+	if _, ok := u.budget.take(); !ok {
 		return 0, false
 	}
 	return wait, true

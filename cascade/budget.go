@@ -56,33 +56,41 @@ func (b *retryBudget) call() {
 	b.mu.Unlock()
 }
 
-// give returns a retry taken for an attempt that never went out (a hedge refused at its
-// tier's gates): the newest bucket's that holds one.
-func (b *retryBudget) give() {
+// give returns the retry that take reserved at at, for an attempt that never went out (a
+// hedge its tier did not admit), while the window still holds it: a retry whose bucket has
+// left the window counts no more anyway, and giving back another's would let retries pass the
+// ratio.
+func (b *retryBudget) give(at time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.advance(b.clock.Now())
-	for k := range len(b.retries) {
-		if j := (b.head - k + len(b.retries)) % len(b.retries); b.retries[j] > 0 {
-			b.retries[j]--
-			return
-		}
+	k := 0 // buckets back from the head
+	if at.Before(b.start) && b.bucket > 0 {
+		k = int((b.start.Sub(at)-1)/b.bucket) + 1
+	}
+	if k >= len(b.retries) {
+		return
+	}
+	if j := (b.head - k + len(b.retries)) % len(b.retries); b.retries[j] > 0 {
+		b.retries[j]--
 	}
 }
 
-// take reserves one retry if the window's retries stay within max(floor, ratio × calls).
-func (b *retryBudget) take() bool {
+// take reserves one retry if the window's retries stay within max(floor, ratio × calls); at
+// is when, for give.
+func (b *retryBudget) take() (at time.Time, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.advance(b.clock.Now())
+	at = b.clock.Now()
+	b.advance(at)
 	var calls, retries int
 	for i := range b.calls {
 		calls += b.calls[i]
 		retries += b.retries[i]
 	}
 	if retries+1 > b.floor && float64(retries+1) > b.ratio*float64(calls) {
-		return false
+		return at, false
 	}
 	b.retries[b.head]++
-	return true
+	return at, true
 }

@@ -279,25 +279,64 @@ func TestRetryBudgetFloorAndRatio(t *testing.T) {
 	fx := newFixture(t, nil, answer(validAnswer))
 	b := newRetryBudget(fx.clock, RetryConfig{BudgetRatio: 0.2, BudgetFloor: 3, Window: 10 * time.Second})
 	for i := range 3 {
-		if !b.take() {
+		if _, ok := b.take(); !ok {
 			t.Fatalf("retry %d refused with no calls: the floor allows 3", i+1)
 		}
 	}
-	if b.take() {
+	if _, ok := b.take(); ok {
 		t.Fatal("a fourth retry allowed with no calls")
 	}
 	for range 20 {
 		b.call()
 	}
-	if !b.take() {
+	if _, ok := b.take(); !ok {
 		t.Fatal("retry refused at 3 of 20 calls, under the 20% ratio")
 	}
-	if b.take() {
+	if _, ok := b.take(); ok {
 		t.Fatal("retry allowed at 5 of 20 calls, over the 20% ratio")
 	}
 	fx.clock.Advance(11 * time.Second) // the window has moved on: the floor again
-	if !b.take() {
+	if _, ok := b.take(); !ok {
 		t.Fatal("retry refused in a fresh window")
+	}
+}
+
+// TestRetryBudgetGiveReturnsItsOwn: a retry given back frees its own bucket's while the window
+// holds it, and nothing once it has left the window (not another, later retry's).
+func TestRetryBudgetGiveReturnsItsOwn(t *testing.T) {
+	fx := newFixture(t, nil, answer(validAnswer))
+	b := newRetryBudget(fx.clock, RetryConfig{BudgetRatio: 0.2, BudgetFloor: 3, Window: 10 * time.Second})
+	taken := func() int {
+		n := 0
+		for _, r := range b.retries {
+			n += r
+		}
+		return n
+	}
+	first, _ := b.take()
+	fx.clock.Advance(3 * time.Second)
+	b.give(first)
+	if n := taken(); n != 0 {
+		t.Fatalf("%d retries held after the one taken was given back 3s later; want 0", n)
+	}
+	old, _ := b.take()
+	fx.clock.Advance(12 * time.Second) // old's bucket has left the window
+	if _, ok := b.take(); !ok {
+		t.Fatal("retry refused in a fresh window")
+	}
+	b.give(old)
+	if n := taken(); n != 1 {
+		t.Errorf("%d retries held; want 1: giving back one that left the window frees no other", n)
+	}
+	recent, _ := b.take() // in the same bucket as the one after the fresh window: 2 there
+	fx.clock.Advance(1500 * time.Millisecond)
+	if _, ok := b.take(); !ok { // a bucket on: 1 there
+		t.Fatal("retry refused within the ratio")
+	}
+	b.give(recent)
+	prev := (b.head + len(b.retries) - 1) % len(b.retries)
+	if b.retries[prev] != 1 || b.retries[b.head] != 1 {
+		t.Errorf("retries %v (head %d); want 1 and 1: the one given back gone from its own bucket, the newer one kept", b.retries, b.head)
 	}
 }
 

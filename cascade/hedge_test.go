@@ -216,8 +216,11 @@ func TestHedgeRefusedAtItsGateTakesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		if res.Provider != "p0" || fx.fakes["p1"].calls.Load() != 0 {
-			t.Fatalf("answered by %q, p1 called %d times; want p0, and the hedge refused at p1's deadline gate (attempts %+v)",
+			t.Fatalf("answered by %q, p1 called %d times; want p0, and the hedge still waiting for p1's slot (attempts %+v)",
 				res.Provider, fx.fakes["p1"].calls.Load(), res.Attempts)
+		}
+		if !slices.ContainsFunc(res.Attempts, func(a afloat.Attempt) bool { return a.Provider == "p1" && a.Outcome == afloat.OutcomeDeadline }) {
+			t.Fatalf("attempts %+v; want the hedge's, on p1, ended in the queue (deadline)", res.Attempts)
 		}
 		if n := testutil.ToFloat64(fx.eng.Metrics().Hedges.WithLabelValues("triage", "p0")); n != 0 {
 			t.Errorf("afloat_hedges_total %v; want 0: no hedge went out", n)

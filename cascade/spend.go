@@ -19,7 +19,7 @@ const spendBuckets = 12
 type Spend struct {
 	Window time.Duration
 	// Total is the cost of every attempt that got an answer, used or not, and of a hedge's
-	// ask cancelled because the other answered first (its prompt, estimated): the sum of
+	// ask cancelled because the other ended the call first (its prompt, estimated): the sum of
 	// afloat_cost_total over the task's providers.
 	Total float64
 	// Wasted is the part of Total that bought answers that were not used (a contract

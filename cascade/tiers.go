@@ -162,7 +162,12 @@ func hedgedAsk[T any](e *Engine, ctx context.Context, tiers []tier, i int, delay
 	}
 	// A hedge to a tier whose circuit is open would be skipped at once: none goes out, and it
 	// takes nothing from the budget.
-	if tiers[i+1].up.br.State(ctx) == breaker.StateOpen || !tiers[i].up.budget.take() {
+	var taken time.Time
+	ok := false
+	if tiers[i+1].up.br.State(ctx) != breaker.StateOpen {
+		taken, ok = tiers[i].up.budget.take()
+	}
+	if !ok {
 		b := <-primary
 		settled(&b)
 		return b, false
@@ -180,6 +185,15 @@ func hedgedAsk[T any](e *Engine, ctx context.Context, tiers []tier, i int, delay
 			k = 1
 		}
 		got[k] = &b
+		if k == 1 {
+			if b.log.sent > 0 {
+				tiers[i].hedges.Inc()
+			} else {
+				// The next tier did not admit the hedge (its bulkhead, the budget left, a
+				// circuit opened meanwhile): none went out, and it takes nothing from the budget.
+				tiers[i].up.budget.give(taken)
+			}
+		}
 		if win == nil && (b.ok || b.err != nil || b.panicked != nil) {
 			// A valid answer, or an error that ends the call: the other ask is not needed.
 			win = &b
@@ -191,13 +205,6 @@ func hedgedAsk[T any](e *Engine, ctx context.Context, tiers []tier, i int, delay
 		}
 	}
 	settled(got[0], got[1])
-	if got[1].log.sent > 0 {
-		tiers[i].hedges.Inc()
-	} else {
-		// The next tier refused the hedge at its gates (its bulkhead, the budget left, a
-		// circuit opened meanwhile): none went out, and it takes nothing from the budget.
-		tiers[i].up.budget.give()
-	}
 	for _, b := range got {
 		if b != win && b.ok && b.log.usedCost > 0 {
 			// The loser answered too: an answer paid for, not used.
