@@ -533,6 +533,11 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 // withBudget puts the call's budget in ctx: now+budget, or the caller's own deadline when
 // that is earlier.
 func (e *Engine) withBudget(ctx context.Context, budget time.Duration) (context.Context, context.CancelFunc) {
+	if d, ok := latency.FromContext(ctx); ok && !d.At().After(e.clock.Now().Add(budget)) {
+		// The caller gave the call its budget already, no longer than this one (a gateway's,
+		// counted from the call's arrival): it is the call's, and nothing needs another.
+		return ctx, func() {}
+	}
 	return latency.WithBudget(ctx, e.clock, budget)
 }
 
