@@ -391,6 +391,13 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		// provider's outage. It moves neither the breaker nor the estimate.
 		a.permit.Cancel(ctx)
 		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "cut while afloat itself was saturated"
+	case !cut && afloat.IsTimeout(err) && e.saturated(took):
+		// A timeout of the client's own (the connect's, a response header's) while afloat was
+		// saturated is read as a cut is: the connection may well have been made, or the answer
+		// have arrived, while afloat's goroutines waited to run (an overloaded gateway saw its
+		// connects to healthy mocks time out, and opened both their breakers).
+		a.permit.Cancel(ctx)
+		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "timed out while afloat itself was saturated: "+err.Error()
 	case cut && !a.blamed(took):
 		// Cut before the provider was due to answer (the caller's deadline, or what earlier
 		// attempts left of the budget): it moves neither the breaker nor the estimate.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -94,6 +95,46 @@ func TestSaturationBlamesNoProvider(t *testing.T) {
 		}
 		if got := opened(fx, "p0"); got != 0 {
 			t.Errorf("p0's breaker opened %v times while afloat was saturated; want 0", got)
+		}
+	})
+}
+
+// TestSaturationBlamesNoConnectTimeout: a timeout of the provider's client itself (a connect
+// that timed out after a second) while afloat is saturated moves no breaker either: the
+// connection may have been made while afloat's goroutines waited to run. The same timeouts in
+// a process at ease are the provider's, and its breaker opens.
+func TestSaturationBlamesNoConnectTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pressure := 2 * time.Second
+		connectTimeout := func(context.Context, *afloat.Request, int) (*afloat.Response, error) {
+			time.Sleep(time.Second)
+			return nil, &afloat.ProviderError{Provider: "p0", Kind: afloat.Unavailable, Timeout: true, Err: errors.New("dial tcp: i/o timeout")}
+		}
+		fx := newFixture(t, func(c *Config) {
+			realClock(c)
+			c.Shed = shed.New(0, func() time.Duration { return pressure }) // shedding off, the pressure still read
+		}, connectTimeout, answer(validAnswer))
+		task := fx.task(t, func(c *TaskConfig) { c.Budget = 5 * time.Second })
+		for range 10 {
+			res, err := task.RunJSON(context.Background(), ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := res.Attempts[0]; a.Outcome != afloat.OutcomeDeadline || !strings.HasPrefix(a.Error, "timed out while afloat itself was saturated") {
+				t.Fatalf("attempts %+v; want p0's connect timeout read as afloat's saturation (deadline)", res.Attempts)
+			}
+		}
+		if got := opened(fx, "p0"); got != 0 {
+			t.Errorf("p0's breaker opened %v times on connect timeouts while afloat was saturated; want 0", got)
+		}
+		pressure = time.Millisecond
+		for range 10 {
+			if _, err := task.RunJSON(context.Background(), ticket); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := opened(fx, "p0"); got != 1 {
+			t.Errorf("p0's breaker opened %v times on connect timeouts in a process at ease; want 1", got)
 		}
 	})
 }
