@@ -287,6 +287,7 @@ func overload(ctx context.Context, p plan, r *report) error {
 		enrN, enrShed, enrFailed, enrUntyped int
 		enrP99                               time.Duration
 		cpu                                  float64
+		opened, timeouts                     int // breaker openings; attempts cut as the provider's timeout
 	}
 	var figs []fig
 	for _, v := range []struct{ name, server string }{{"shedding (shed_latency 200ms, the default)", ""}, {"no shedding (shed_latency: off)", ", shed_latency: \"off\""}} {
@@ -300,11 +301,13 @@ func overload(ctx context.Context, p plan, r *report) error {
 		call := mixedTaskCall(client, gw.URL)
 		OpenLoop{Rate: 200, Duration: p.dur(time.Second, 300*time.Millisecond)}.Run(ctx, call) // warm
 		run := OpenLoop{Rate: rate, Duration: d, MaxInFlight: 20000, Grace: budget + 5*time.Second, Hop: gw.proc.Pid()}.Run(ctx, call)
+		opened := gw.Opened("primary") + gw.Opened("backup")
+		timeouts := gw.Attempts("primary")["timeout"] + gw.Attempts("backup")["timeout"]
 		gw.Close()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		f := fig{name: v.name}
+		f := fig{name: v.name, opened: opened, timeouts: timeouts}
 		var crit, enr []time.Duration
 		for _, o := range run.Outcomes {
 			switch o.Task {
@@ -339,8 +342,8 @@ func overload(ctx context.Context, p plan, r *report) error {
 			f.cpu = run.Usage.Hop.CPU.Seconds() / run.Wall.Seconds()
 		}
 		figs = append(figs, f)
-		r.logf("overload: %s: critical %d (%d failed, %d shed, p99 %s), enrichment %d (%d shed, %d failed, p99 %s)",
-			v.name, f.critN, f.critFailed, f.critShed, ms(f.critP99), f.enrN, f.enrShed, f.enrFailed, ms(f.enrP99))
+		r.logf("overload: %s: critical %d (%d failed, %d shed, p99 %s), enrichment %d (%d shed, %d failed, p99 %s); %d breaker openings, %d attempts timed out",
+			v.name, f.critN, f.critFailed, f.critShed, ms(f.critP99), f.enrN, f.enrShed, f.enrFailed, ms(f.enrP99), f.opened, f.timeouts)
 	}
 	r.printf("## 9. overload: afloat past its own capacity\n\n")
 	r.printf("The gateway in its own process on one core (`GOMAXPROCS=1`), tasks `triage` (enrichment) and `moderation` (critical, "+
@@ -349,13 +352,18 @@ func overload(ctx context.Context, p plan, r *report) error {
 	var rows [][]string
 	for _, f := range figs {
 		rows = append(rows, []string{f.name, fmt.Sprint(f.critN), fmt.Sprint(f.critShed), fmt.Sprint(f.critFailed), ms(f.critP99),
-			fmt.Sprint(f.enrN), share(f.enrShed, f.enrN), fmt.Sprint(f.enrFailed), ms(f.enrP99), fmt.Sprintf("%.2f", f.cpu)})
+			fmt.Sprint(f.enrN), share(f.enrShed, f.enrN), fmt.Sprint(f.enrFailed), ms(f.enrP99), fmt.Sprintf("%.2f", f.cpu),
+			fmt.Sprint(f.timeouts), fmt.Sprint(f.opened)})
 	}
-	r.table([]string{"gateway", "critical calls", "shed", "failed", "p99", "enrichment calls", "shed", "failed", "p99", "gateway's cores"}, rows)
+	r.table([]string{"gateway", "critical calls", "shed", "failed", "p99", "enrichment calls", "shed", "failed", "p99", "gateway's cores",
+		"attempts timed out", "breakers opened"}, rows)
+	r.printf("Attempts timed out: cut and blamed on the provider (afloat_attempts_total{outcome=\"timeout\"}); a breaker opened on these healthy mocks is afloat's overload taken for a provider's outage.\n\n")
 	on := figs[0]
 	r.check("overload: no critical call shed or failed, critical p99 within its budget, enrichment shed first",
 		fmt.Sprintf("critical: %d shed, %d failed, p99 %s (budget %s); enrichment: %s shed, every shed answer the heuristic: %v",
 			on.critShed, on.critFailed, ms(on.critP99), budget, share(on.enrShed, on.enrN), on.enrUntyped == 0),
 		on.critN > 0 && on.critShed == 0 && on.critFailed == 0 && on.critP99 <= budget && on.enrUntyped == 0)
+	r.check("overload: no breaker opens on the healthy mocks (afloat's overload is not a provider's outage)",
+		fmt.Sprintf("%d breaker openings, %d attempts timed out", on.opened, on.timeouts), on.opened == 0)
 	return nil
 }
