@@ -95,12 +95,40 @@ func readJSON(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
 	if !jsonBody(w, r) {
 		return nil, false
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		bodyError(w, r, err)
 		return nil, false
 	}
 	return body, true
+}
+
+// presizeMax caps the buffer that readBody takes at once from a body's Content-Length: a
+// client that declares a large body and sends it slowly holds no more than this until it does.
+const presizeMax = 64 << 10
+
+// readBody reads a body whole, into one buffer the size its Content-Length says when that is
+// at most presizeMax: io.ReadAll starts at 512 bytes and doubles, which on an 8 KiB task call
+// allocated and copied 20 KB, a fifth of the shed path's bytes.
+func readBody(r *http.Request) ([]byte, error) {
+	n := r.ContentLength
+	if n <= 0 || n > presizeMax {
+		return io.ReadAll(r.Body)
+	}
+	buf := make([]byte, 0, n+1) // the 1: room for the read that finds EOF
+	for {
+		m, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		switch {
+		case err == io.EOF:
+			return buf, nil
+		case err != nil:
+			return buf, err
+		case len(buf) == cap(buf): // longer than it said (a Body set by a caller, not a server's)
+			rest, err := io.ReadAll(r.Body)
+			return append(buf, rest...), err
+		}
+	}
 }
 
 // bodyError answers a body that could not be read: 413 when it is over the limit.
