@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -49,6 +51,45 @@ func FuzzDecodeTaskRequest(f *testing.F) {
 		}
 		if req.BudgetMS != nil && *req.BudgetMS <= 0 {
 			t.Fatalf("accepted budget %d", *req.BudgetMS)
+		}
+	})
+}
+
+// FuzzDecodeTaskRequestAsEncodingJSON holds decodeTaskRequest's fast parser to encoding/json:
+// the same bodies accepted, the same values decoded (numbers as json.Number, invalid UTF-8 as
+// U+FFFD, a repeated key's last value), the same error texts.
+func FuzzDecodeTaskRequestAsEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		ticketBody, string(longTicket), `{"input":{},"budget_ms":5}`, `{"input":null}`, `{"input":{"a":[1,{"b":null}]}}`,
+		`{}`, `1`, `{"input":{}} {}`, `{"input":{}} x`, `{"input":{}}   `, ``, ` `, `{"Input":{"a":1}}`, `{"INPUT":{"a":1},"Budget_MS":7}`,
+		`{"input":{"a":1},"input":{"b":2}}`, `{"input":{"a":1,"a":2}}`, `{"input":{"n":12345678901234567890123,"f":-1.5e300,"z":-0}}`,
+		`{"input":{"s":"\u00e9\ud83d\ude00\ud800x\u0000\"\\\/\b\f\n\r\t"}}`, "{\"input\":{\"s\":\"\xff\xfe bad \xc3\"}}",
+		"{\"input\":{\"\xffk\":1}}", `{"input":{"a":tru}}`, `{"input":{"a":01}}`, `{"input":{"a":1.}}`, `{"input":{"a":"x}}`,
+		`{"input":[]}`, `{"input":"x"}`, `{"budget_ms":1.5,"input":{}}`, `{"budget_ms":"5","input":{}}`, `{"budget_ms":-3,"input":{}}`,
+		`{"budget_ms":99999999999999999999,"input":{}}`, `{"budget_ms":null,"input":{}}`, `{"other":1,"input":{}}`,
+		`{"input":{"deep":[[[[[[{"a":[]}]]]]]]}}`, "\ufeff{\"input\":{}}", "{\"input\":{}}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, gotErr := decodeTaskRequest(body)
+		var want taskRequest
+		wantErr := decodeTaskRequestStd(body, &want)
+		if wantErr == nil && want.Input == nil {
+			wantErr = errors.New(`"input" is required and must be an object`)
+		}
+		if wantErr == nil && want.BudgetMS != nil && (*want.BudgetMS <= 0 || *want.BudgetMS > maxBudgetMS) {
+			wantErr = errors.New("budget")
+		}
+		switch {
+		case (gotErr == nil) != (wantErr == nil):
+			t.Fatalf("body %q: error %v, encoding/json's %v", body, gotErr, wantErr)
+		case gotErr != nil && wantErr.Error() != "budget" && gotErr.Error() != wantErr.Error():
+			t.Fatalf("body %q: error %q, encoding/json's %q", body, gotErr, wantErr)
+		case gotErr == nil && !reflect.DeepEqual(got.Input, want.Input):
+			t.Fatalf("body %q: input %#v, encoding/json's %#v", body, got.Input, want.Input)
+		case gotErr == nil && !reflect.DeepEqual(got.BudgetMS, want.BudgetMS):
+			t.Fatalf("body %q: budget %v, encoding/json's %v", body, got.BudgetMS, want.BudgetMS)
 		}
 	})
 }

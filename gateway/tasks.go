@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	fastjson "github.com/segmentio/encoding/json"
+
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/cascade"
 	"github.com/afloat-dev/afloat/latency"
@@ -44,16 +46,19 @@ func (req *taskRequest) sum() [32]byte {
 }
 
 // decodeTaskRequest reads a task call's body. Errors are meant for the caller.
+//
+// It decodes with segmentio/encoding's parser, which reads the body in place: on an 8 KiB
+// ticket 8 µs and 14 KB where encoding/json's Decoder takes 62 µs and 41 KB (a fifth of the
+// gateway's CPU under overload went there). A body it refuses or does not read to its end
+// goes to encoding/json, whose verdict and words (taskBodyError) are the contract:
+// FuzzDecodeTaskRequestAsEncodingJSON holds the two to the same answers.
 func decodeTaskRequest(body []byte) (*taskRequest, error) {
 	var req taskRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(&req); err != nil {
-		return nil, taskBodyError(err)
-	}
-	if dec.More() {
-		return nil, errors.New("invalid JSON: more than one value in the body")
+	if rest, err := fastjson.Parse(body, &req, fastjson.UseNumber|fastjson.DisallowUnknownFields); err != nil || len(rest) > 0 {
+		req = taskRequest{}
+		if err := decodeTaskRequestStd(body, &req); err != nil {
+			return nil, err
+		}
 	}
 	if req.Input == nil {
 		return nil, errors.New(`"input" is required and must be an object`)
@@ -62,6 +67,21 @@ func decodeTaskRequest(body []byte) (*taskRequest, error) {
 		return nil, fmt.Errorf(`"budget_ms" must be a number of milliseconds from 1 to %d`, maxBudgetMS)
 	}
 	return &req, nil
+}
+
+// decodeTaskRequestStd decodes a task call's body with encoding/json: numbers as written,
+// no unknown field, one value.
+func decodeTaskRequestStd(body []byte, req *taskRequest) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(req); err != nil {
+		return taskBodyError(err)
+	}
+	if dec.More() {
+		return errors.New("invalid JSON: more than one value in the body")
+	}
+	return nil
 }
 
 // taskBodyError says what is wrong with a task call's body in the words of its JSON: which field,
