@@ -605,10 +605,10 @@ type keyError struct {
 func (e *keyError) Error() string { return e.err.Error() }
 func (e *keyError) Unwrap() error { return e.err }
 
-// httpClient returns the HTTP client of an HTTP provider: its connect timeout, and its
-// ca_file's roots trusted beside the system's.
+// httpClient returns the HTTP client of an HTTP provider: its connect timeout, as many idle
+// connections kept as its max_in_flight, and its ca_file's roots trusted beside the system's.
 func httpClient(p *Provider) (*http.Client, error) {
-	hc, err := httpx.NewTLSClient(httpx.Timeouts{Connect: p.Timeouts.Connect}, httpx.TLS{CAFile: p.CAFile})
+	hc, err := httpx.NewTLSClient(httpx.Timeouts{Connect: p.Timeouts.Connect, IdlePerHost: p.MaxInFlight}, httpx.TLS{CAFile: p.CAFile})
 	if err != nil {
 		return nil, &keyError{key: "ca_file", err: err}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -371,5 +372,20 @@ func TestBuildErrors(t *testing.T) {
 				t.Errorf("error %q on line %d, want %d", e, e.Line, want)
 			}
 		})
+	}
+}
+
+// TestProviderClientKeepsItsInFlightIdle holds an HTTP provider's client to as many idle
+// connections as its max_in_flight: with net/http's pool at 64, a load held at 200 calls
+// closed a connection after each answer and dialed (and handshook) one for the next call.
+func TestProviderClientKeepsItsInFlightIdle(t *testing.T) {
+	for _, n := range []int{8, 256, 1000} {
+		hc, err := httpClient(&Provider{Name: "p", Type: "openai", MaxInFlight: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hc.Transport.(*http.Transport).MaxIdleConnsPerHost; got != n {
+			t.Errorf("max_in_flight %d: %d idle connections kept, want %d", n, got, n)
+		}
 	}
 }

@@ -21,13 +21,19 @@ type Timeouts struct {
 	// MaxConnsPerHost caps the connections (dialing, active and idle) to one host. 0 means
 	// no limit.
 	MaxConnsPerHost int
+	// IdlePerHost is how many idle keep-alive connections to one host are kept for reuse: as
+	// many as the calls the provider may have in flight (its max_in_flight), so that a load
+	// held above the default's 64 does not close a connection after every answer and dial
+	// (and handshake) another for the next call. 0 means 64; MaxConnsPerHost caps it.
+	IdlePerHost int
 }
 
 const (
 	defaultConnect  = time.Second
 	defaultIdleConn = 90 * time.Second
-	// defaultIdlePerHost keeps enough warm connections for a busy provider; net/http's
-	// default of 2 would make every burst pay for new dials and TLS handshakes.
+	// defaultIdlePerHost keeps enough warm connections for a busy provider when its
+	// concurrency is not given (IdlePerHost); net/http's default of 2 would make every burst
+	// pay for new dials and TLS handshakes.
 	defaultIdlePerHost = 64
 	// writeBuffer and readBuffer size each upstream connection's buffers (net/http's default
 	// is 4 KiB each). A connection holds them as long as it lives, a stream's for its whole
@@ -57,6 +63,9 @@ func NewClient(t Timeouts) *http.Client {
 		idle = defaultIdleConn
 	}
 	idlePerHost := defaultIdlePerHost
+	if t.IdlePerHost > 0 {
+		idlePerHost = t.IdlePerHost
+	}
 	if t.MaxConnsPerHost > 0 && t.MaxConnsPerHost < idlePerHost {
 		idlePerHost = t.MaxConnsPerHost
 	}

@@ -28,7 +28,9 @@ func TestNewClient(t *testing.T) {
 		{"all set", Timeouts{Connect: time.Second, TLSHandshake: 2 * time.Second, ResponseHeader: 5 * time.Second,
 			IdleConn: time.Minute, MaxConnsPerHost: 8}, 2 * time.Second, 5 * time.Second, time.Minute, 8, 8},
 		{"negative means default", Timeouts{Connect: -1, TLSHandshake: -1, ResponseHeader: -1, IdleConn: -1,
-			MaxConnsPerHost: -1}, time.Second, 0, 90 * time.Second, 0, 64},
+			MaxConnsPerHost: -1, IdlePerHost: -1}, time.Second, 0, 90 * time.Second, 0, 64},
+		{"idle as the calls in flight", Timeouts{IdlePerHost: 256}, time.Second, 0, 90 * time.Second, 0, 256},
+		{"idle capped by the connections", Timeouts{IdlePerHost: 256, MaxConnsPerHost: 100}, time.Second, 0, 90 * time.Second, 100, 100},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
