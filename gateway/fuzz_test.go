@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -55,6 +56,12 @@ func FuzzDecodeTaskRequest(f *testing.F) {
 	})
 }
 
+// nested is a task call whose input nests depth arrays in its value a (the input itself and
+// the body are two levels more).
+func nested(depth int) string {
+	return `{"input":{"a":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}}`
+}
+
 // FuzzDecodeTaskRequestAsEncodingJSON holds decodeTaskRequest's fast parser to encoding/json:
 // the same bodies accepted, the same values decoded (numbers as json.Number, invalid UTF-8 as
 // U+FFFD, a repeated key's last value), the same error texts.
@@ -68,6 +75,8 @@ func FuzzDecodeTaskRequestAsEncodingJSON(f *testing.F) {
 		`{"input":[]}`, `{"input":"x"}`, `{"budget_ms":1.5,"input":{}}`, `{"budget_ms":"5","input":{}}`, `{"budget_ms":-3,"input":{}}`,
 		`{"budget_ms":99999999999999999999,"input":{}}`, `{"budget_ms":null,"input":{}}`, `{"other":1,"input":{}}`,
 		`{"input":{"deep":[[[[[[{"a":[]}]]]]]]}}`, "\ufeff{\"input\":{}}", "{\"input\":{}}\n",
+		`{"input":{"s":"a\"[[[[","t":"\\","u":[{"v":"]]}}"}]}}`, nested(fastMaxDepth - 2), nested(fastMaxDepth - 1), nested(10_001),
+		`{"input":{"a":` + strings.Repeat("[", 20_000) + `}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -75,6 +84,12 @@ func FuzzDecodeTaskRequestAsEncodingJSON(f *testing.F) {
 		got, gotErr := decodeTaskRequest(body)
 		var want taskRequest
 		wantErr := decodeTaskRequestStd(body, &want)
+		// The fast parser on its own, whatever the body's size (decodeTaskRequest gives it
+		// only bodies of fastMin bytes or more): what it takes, encoding/json takes the same.
+		var fast taskRequest
+		if fastDecode(body, &fast) && (wantErr != nil || !reflect.DeepEqual(fast, want)) {
+			t.Fatalf("body %q: the fast parser decoded %#v, encoding/json %#v (%v)", body, fast, want, wantErr)
+		}
 		if wantErr == nil && want.Input == nil {
 			wantErr = errors.New(`"input" is required and must be an object`)
 		}

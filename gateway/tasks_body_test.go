@@ -27,3 +27,47 @@ func TestTaskBodyErrorsSayWhatCame(t *testing.T) {
 		}
 	}
 }
+
+// TestDeepBodyGoesToEncodingJSON: a body nested past fastMaxDepth is not given to the fast
+// parser (its time grows with the square of the depth, and it has no bound), and one past
+// encoding/json's 10,000 levels is refused as encoding/json refuses it.
+func TestDeepBodyGoesToEncodingJSON(t *testing.T) {
+	if !nestsWithin([]byte(nested(fastMaxDepth-2)), fastMaxDepth) || nestsWithin([]byte(nested(fastMaxDepth-1)), fastMaxDepth) {
+		t.Fatal("nestsWithin does not count the body's, the input's and a's levels")
+	}
+	var req taskRequest
+	if fastDecode([]byte(nested(fastMaxDepth)), &req) {
+		t.Error("the fast parser was given a body nested past its bound")
+	}
+	long := strings.Repeat(" ", fastMin) // past fastMin, so that only the depth keeps it from the fast parser
+	if _, err := decodeTaskRequest([]byte(nested(200) + long)); err != nil {
+		t.Errorf("a body 200 levels deep: %v, want it decoded (by encoding/json)", err)
+	}
+	_, err := decodeTaskRequest([]byte(nested(10_001) + long))
+	if err == nil || !strings.Contains(err.Error(), "exceeded max depth") {
+		t.Errorf("a body 10,001 levels deep: %v, want encoding/json's refusal", err)
+	}
+}
+
+// TestNestsWithinSkipsStrings counts brackets outside strings only, a string's end being a
+// quote behind an even number of backslashes.
+func TestNestsWithinSkipsStrings(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		max  int
+		want bool
+	}{
+		{`{"a":[1]}`, 2, true},
+		{`{"a":[[1]]}`, 2, false},
+		{`{"a":"[[[[{{{{"}`, 1, true},
+		{`{"a":"x\"[[[["}`, 1, true},
+		{`{"a":"x\\","b":[[1]]}`, 2, false}, // the string ends after \\: the brackets count
+		{`{"a":"x\\\"[[","b":1}`, 1, true},
+		{`{"a":"unterminated [[[[`, 1, true},
+		{`]]]]{`, 1, true},
+	} {
+		if got := nestsWithin([]byte(c.body), c.max); got != c.want {
+			t.Errorf("nestsWithin(%s, %d) = %v, want %v", c.body, c.max, got, c.want)
+		}
+	}
+}
