@@ -768,7 +768,10 @@ func TestServeSpillOverMaxInFlight(t *testing.T) {
 		once.Do(func() { close(spilled) })
 		return upstreamReply{content: validTriage}
 	})
-	cfg := triageConfig("3s", []string{"primary", "backup"},
+	// A budget of 5 s: the held calls are cut at the budget minus the backup's reserve (its
+	// 2 s read timeout), and at 3 s a CI machine running the whole suite took over a second to
+	// bring the burst's first spill to the backup, so that three held calls were cut first.
+	cfg := triageConfig("5s", []string{"primary", "backup"},
 		map[string]string{"primary": primary.URL, "backup": backup.URL},
 		// The backup takes the spill of a 128-call burst at once: its read timeout must not
 		// fall to the 200 ms floor under a loaded test machine (what is tested is the primary's
