@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -39,6 +40,26 @@ type Outcome struct {
 	Chunks int
 	// Task is the task a task call went to, and Reason its envelope's reason (overload).
 	Task, Reason string
+	// Target is which of the calls an interleaved call sent it to.
+	Target int
+}
+
+// interleave sends its requests to each of calls in turn, so that every target meets the
+// machine as it is at the same moments (a stall of the machine falls on all of them alike);
+// each Outcome's Target says whose it is.
+func interleave(calls ...Call) Call {
+	var n atomic.Uint64
+	return func(ctx context.Context, intended time.Time) Outcome {
+		k := int((n.Add(1) - 1) % uint64(len(calls)))
+		o := calls[k](ctx, intended)
+		o.Target = k
+		return o
+	}
+}
+
+// ofTarget keeps the answered outcomes of target k, for histogram.
+func ofTarget(k int) func(Outcome) bool {
+	return func(o Outcome) bool { return o.Err == nil && o.Target == k }
 }
 
 // A Call sends one request, intended at the given time, and reports what came back. It must
