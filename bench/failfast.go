@@ -78,7 +78,12 @@ func failfast(ctx context.Context, p plan, r *report) error {
 			p99s[i] = append(p99s[i], float64(quantile(h, 99)))
 		}
 		for _, o := range run.Outcomes {
-			if o.Err != nil {
+			switch {
+			case o.Target < 0: // never sent, and no target chosen: a failure of every one
+				for i := range failed {
+					failed[i]++
+				}
+			case o.Err != nil:
 				failed[o.Target]++
 			}
 		}

@@ -40,7 +40,8 @@ type Outcome struct {
 	Chunks int
 	// Task is the task a task call went to, and Reason its envelope's reason (overload).
 	Task, Reason string
-	// Target is which of the calls an interleaved call sent it to.
+	// Target is which of the calls an interleaved call sent it to; -1 for a request the open
+	// loop never sent (errDropped), whose target no call chose.
 	Target int
 }
 
@@ -170,7 +171,7 @@ func (o OpenLoop) Run(ctx context.Context, call Call) *Run {
 			select {
 			case sem <- struct{}{}:
 			default:
-				out[i] = Outcome{At: at, Err: errDropped}
+				out[i] = Outcome{At: at, Err: errDropped, Target: -1}
 				continue
 			}
 			wg.Add(1)
