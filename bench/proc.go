@@ -121,6 +121,9 @@ func raiseFileLimit(want uint64) (limit uint64, note string) {
 	if rl.Cur >= want {
 		return rl.Cur, fmt.Sprintf("file-descriptor limit %d (soft) already covers the %d needed", rl.Cur, want)
 	}
+	if rl.Cur >= rl.Max {
+		return rl.Cur, fmt.Sprintf("file-descriptor limit %d, the hard limit, below the %d wanted", rl.Cur, want)
+	}
 	old := rl.Cur
 	rl.Cur = min(want, rl.Max)
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
