@@ -15,8 +15,7 @@ import (
 // over a period of 100 ms. Making one needs write access to the hierarchy (root, or a
 // delegated subtree).
 type cpuQuota struct {
-	dir   string
-	cores float64
+	dir string
 }
 
 const quotaPeriodUS = 100000
@@ -38,7 +37,7 @@ func newCPUQuota(cores float64) (*cpuQuota, error) {
 			return nil, fmt.Errorf("enable the cpu controller under %s: %w", root, err)
 		}
 	}
-	q := &cpuQuota{dir: filepath.Join(root, name), cores: cores}
+	q := &cpuQuota{dir: filepath.Join(root, name)}
 	if err := os.Mkdir(q.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("make a cgroup: %w", err)
 	}

@@ -5,7 +5,7 @@ package main
 import "errors"
 
 // cpuQuota is Linux's only (cgroups).
-type cpuQuota struct{ cores float64 }
+type cpuQuota struct{}
 
 func newCPUQuota(float64) (*cpuQuota, error) {
 	return nil, errors.New("a CPU quota needs Linux's cgroups")
