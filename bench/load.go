@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,49 @@ func interleave(calls ...Call) Call {
 	}
 }
 
+// rotation sends the requests of a run to one of its calls at a time: the run's schedule is cut
+// into slices of equal length, and each round of len(calls) slices gives one to every call,
+// in an order of its own (a seeded shuffle, so that no target always follows another).
+// Unlike interleave, a target alone takes the run's whole rate while its slice lasts; and
+// unlike runs one after another, the machine's changes over the run (another tenant, a
+// slow minute) fall on every target alike. begin must be the run's OnStart. In a closed
+// loop a request goes to the target of the slice it is sent in.
+type rotation struct {
+	calls  []Call
+	slice  time.Duration
+	orders [][]int // orders[round][i]: the target of the round's slice i
+	start  time.Time
+}
+
+// newRotation cuts a run of d into slices of slice for calls, shuffled by seed.
+func newRotation(slice, d time.Duration, seed uint64, calls ...Call) *rotation {
+	rng := rand.New(rand.NewPCG(seed, uint64(len(calls))))
+	rounds := int(d/(slice*time.Duration(len(calls)))) + 1
+	s := &rotation{calls: calls, slice: slice}
+	for range rounds {
+		s.orders = append(s.orders, rng.Perm(len(calls)))
+	}
+	return s
+}
+
+// begin is the run's OnStart: the slices count from start.
+func (s *rotation) begin(start time.Time) { s.start = start }
+
+// targetAt is the target of a request due at from the start of the run.
+func (s *rotation) targetAt(at time.Duration) int {
+	k := int(max(0, at) / s.slice)
+	round := min(k/len(s.calls), len(s.orders)-1)
+	return s.orders[round][k%len(s.calls)]
+}
+
+// call sends a request to the target of its slice; its Outcome's Target says whose.
+func (s *rotation) call(ctx context.Context, intended time.Time) Outcome {
+	k := s.targetAt(intended.Sub(s.start))
+	o := s.calls[k](ctx, intended)
+	o.Target = k
+	return o
+}
+
 // ofTarget keeps the answered outcomes of target k, for histogram.
 func ofTarget(k int) func(Outcome) bool {
 	return func(o Outcome) bool { return o.Err == nil && o.Target == k }
@@ -104,9 +148,9 @@ type OpenLoop struct {
 	Grace time.Duration
 	// OnStart, when set, is called with the start time before the first request.
 	OnStart func(start time.Time)
-	// Hop is the process id of the hop under test when it runs in a process of its own: its
-	// CPU and peak RSS are measured too (Usage.Hop). 0 means none.
-	Hop int
+	// Hops are the process ids of the hops under test that run in processes of their own:
+	// their CPU and peak RSS are measured too (Usage.Hops).
+	Hops []int
 }
 
 // Run runs the loop until every request was answered or cancelled, or ctx ends.
@@ -126,7 +170,7 @@ func (o OpenLoop) Run(ctx context.Context, call Call) *Run {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	m := startMeter(o.Hop)
+	m := startMeter(o.Hops)
 	start := time.Now().Add(time.Millisecond)
 	if o.OnStart != nil {
 		o.OnStart(start)
@@ -189,8 +233,9 @@ func (o OpenLoop) Run(ctx context.Context, call Call) *Run {
 type ClosedLoop struct {
 	Workers  int
 	Duration time.Duration
-	// Hop is as OpenLoop's.
-	Hop int
+	// Hops and OnStart are as OpenLoop's.
+	Hops    []int
+	OnStart func(start time.Time)
 }
 
 // Run runs the loop for Duration, then waits for the requests in flight.
@@ -199,8 +244,11 @@ func (c ClosedLoop) Run(ctx context.Context, call Call) *Run {
 	defer cancel()
 	stop := time.AfterFunc(c.Duration+5*time.Second, cancel) // a hung request cannot hang the run
 	defer stop.Stop()
-	m := startMeter(c.Hop)
+	m := startMeter(c.Hops)
 	start := time.Now()
+	if c.OnStart != nil {
+		c.OnStart(start)
+	}
 	end := start.Add(c.Duration)
 	per := make([][]Outcome, c.Workers)
 	var wg sync.WaitGroup

@@ -64,7 +64,7 @@ func overhead(ctx context.Context, p plan, r *report) error {
 		return []Call{chatCall(client, slow.ChatURL(), "held", ""), chatCall(client, slowProxy.URL+"/v1/chat/completions", "held", ""),
 			chatCall(client, gw.URL+"/v1/chat/completions", "held", "slow")}
 	}
-	hops := func(fastPath bool) []int { // the process of each target's hop; 0 for none
+	hops := func(fastPath bool) []int { // the process of each target's hop; 0 for the direct call
 		if fastPath {
 			return []int{0, fastProxy.Pid(), gw.proc.Pid()}
 		}
@@ -88,8 +88,9 @@ func overhead(ctx context.Context, p plan, r *report) error {
 		atSaturation: {fmt.Sprintf("saturation, %d conns", conns), 0, calls(true), hops(true)},
 		atHeld:       {fmt.Sprintf("%d conns held, mock 50 ms", conns), 0, calls(false), hops(false)},
 	}
-	d := p.dur(4*time.Second, 600*time.Millisecond)    // a fixed-rate run
-	dsat := p.dur(3*time.Second, 500*time.Millisecond) // a closed-loop run
+	d := p.dur(4*time.Second, 600*time.Millisecond) // a target's share of a fixed-rate run
+	slice := p.dur(250*time.Millisecond, 50*time.Millisecond)
+	dsat := p.dur(3*time.Second, 500*time.Millisecond) // a target's share of a closed-loop run
 	warm := p.dur(500*time.Millisecond, 100*time.Millisecond)
 	for _, l := range levels[atSaturation:] { // warm the connections and afloat's latency estimates
 		for _, c := range l.calls {
@@ -101,57 +102,86 @@ func overhead(ctx context.Context, p plan, r *report) error {
 
 	// Each run is reduced to its figures at once: the outcomes of earlier runs, kept, would
 	// count in the peak RSS of the later ones.
-	type stat struct{ p50, p99, cpu, rss, startRSS, hopCPU, hopRSS, hopStartRSS, rps, failed, lag []float64 }
+	type stat struct{ p50, p99, hopCPU, hopRSS, hopStartRSS, rps, failed, lag []float64 }
 	stats := make([][]stat, len(levels)) // [level][target], a value per repetition
 	for li := range levels {
 		stats[li] = make([]stat, len(targets))
 	}
 	satFailed, satRuns := 0, 0
 	var satFirst error
+	// record adds one target's requests of a run to its figures: outs are its outcomes, sent
+	// over d in all, hop its hop's usage (nil for the direct call).
+	record := func(rep, li, ti int, outs []Outcome, d time.Duration, hop *HopUsage) {
+		failed, ok := 0, 0
+		var first error
+		lags := make([]time.Duration, 0, len(outs))
+		for _, o := range outs {
+			lags = append(lags, o.Lag)
+			if o.Err != nil {
+				if first == nil {
+					first = o.Err
+				}
+				failed++
+				continue
+			}
+			ok++
+		}
+		h := histogram(outs, nil)
+		st := &stats[li][ti]
+		st.p50 = append(st.p50, float64(quantile(h, 50)))
+		st.p99 = append(st.p99, float64(quantile(h, 99)))
+		var hopPerOK time.Duration
+		if hop != nil {
+			if ok > 0 {
+				hopPerOK = hop.CPU / time.Duration(ok)
+			}
+			st.hopCPU = append(st.hopCPU, float64(hopPerOK))
+			st.hopRSS = append(st.hopRSS, float64(hop.PeakRSS))
+			st.hopStartRSS = append(st.hopStartRSS, float64(hop.StartRSS))
+		}
+		rps := float64(ok) / d.Seconds()
+		st.rps = append(st.rps, rps)
+		st.failed = append(st.failed, float64(failed))
+		st.lag = append(st.lag, float64(quantile(durationHist(lags), 99)))
+		if li == atSaturation && targets[ti] == "afloat" {
+			satFailed += failed
+			satRuns++
+			if satFirst == nil {
+				satFirst = first
+			}
+		}
+		r.logf("overhead: rep %d, %s, %s: p50 %s p99 %s, %.0f req/s, hop %s CPU/req, %d failed", rep+1, levels[li].name, targets[ti],
+			ms(quantile(h, 50)), ms(quantile(h, 99)), rps, us(hopPerOK), failed)
+	}
 	for rep := range p.reps() {
 		for li, l := range levels {
-			for ti, call := range l.calls {
-				if ctx.Err() != nil {
-					return ctx.Err()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// One run in slices, each target taking the whole load in its turn.
+			share := dsat
+			if l.rate > 0 {
+				share = d
+			}
+			total := time.Duration(len(targets)) * share
+			rot := newRotation(slice, total, uint64(rep*len(levels)+li), l.calls...)
+			var run *Run
+			if l.rate > 0 {
+				run = OpenLoop{Rate: l.rate, Duration: total, Grace: 5 * time.Second, Hops: l.hops[1:], OnStart: rot.begin}.Run(ctx, rot.call)
+			} else {
+				run = ClosedLoop{Workers: conns, Duration: total, Hops: l.hops[1:], OnStart: rot.begin}.Run(ctx, rot.call)
+			}
+			per := make([][]Outcome, len(targets))
+			for _, o := range run.Outcomes {
+				k := rot.targetAt(o.At)
+				per[k] = append(per[k], o)
+			}
+			for ti := range targets {
+				var hop *HopUsage
+				if ti > 0 {
+					hop = &run.Usage.Hops[ti-1]
 				}
-				var run *Run
-				if l.rate > 0 {
-					run = OpenLoop{Rate: l.rate, Duration: d, Grace: 5 * time.Second, Hop: l.hops[ti]}.Run(ctx, call)
-				} else {
-					run = ClosedLoop{Workers: conns, Duration: dsat, Hop: l.hops[ti]}.Run(ctx, call)
-				}
-				h := histogram(run.Outcomes, nil)
-				f, first := run.Failed()
-				s := &stats[li][ti]
-				s.p50 = append(s.p50, float64(quantile(h, 50)))
-				s.p99 = append(s.p99, float64(quantile(h, 99)))
-				s.cpu = append(s.cpu, float64(run.CPUPerOK()))
-				s.rss = append(s.rss, float64(run.Usage.PeakRSS))
-				s.startRSS = append(s.startRSS, float64(run.Usage.StartRSS))
-				hopPerOK := time.Duration(0)
-				if ok := run.OK(); ok > 0 {
-					hopPerOK = run.Usage.Hop.CPU / time.Duration(ok)
-				}
-				s.hopCPU = append(s.hopCPU, float64(hopPerOK))
-				s.hopRSS = append(s.hopRSS, float64(run.Usage.Hop.PeakRSS))
-				s.hopStartRSS = append(s.hopStartRSS, float64(run.Usage.Hop.StartRSS))
-				s.rps = append(s.rps, run.Throughput())
-				s.failed = append(s.failed, float64(f))
-				lags := make([]time.Duration, 0, len(run.Outcomes))
-				for _, o := range run.Outcomes {
-					lags = append(lags, o.Lag)
-				}
-				s.lag = append(s.lag, float64(quantile(durationHist(lags), 99)))
-				if li == atSaturation && targets[ti] == "afloat" {
-					satFailed += f
-					satRuns++
-					if satFirst == nil {
-						satFirst = first
-					}
-				}
-				r.logf("overhead: rep %d, %s, %s: p50 %s p99 %s, %.0f req/s, %s CPU/req (hop %s), peak RSS %s (hop %s)", rep+1, l.name, targets[ti],
-					ms(quantile(h, 50)), ms(quantile(h, 99)), run.Throughput(), us(run.CPUPerOK()), us(hopPerOK),
-					mib(run.Usage.PeakRSS), mib(run.Usage.Hop.PeakRSS))
+				record(rep, li, ti, per[ti], share, hop)
 			}
 		}
 	}
@@ -160,12 +190,14 @@ func overhead(ctx context.Context, p plan, r *report) error {
 	r.printf("## 1. overhead: afloat vs a direct call vs a bare reverse proxy\n\n")
 	r.printf("One non-streamed chat completion (route `chat`: primary → backup) to a mock that answers at once. "+
 		"Open loop at fixed rates (latency from the intended send time), closed loop with %d workers at saturation, "+
-		"and %d workers on a mock that answers in 50 ms (route `held`), which keeps %d connections busy without saturating the CPU; "+
-		"%s a fixed-rate run, %s a closed-loop run, each figure the median of %d runs, the targets interleaved. "+
+		"and %d workers on a mock that answers in 50 ms (route `held`), which keeps %d connections busy without saturating the CPU. "+
+		"At each load the three targets share one run cut into slices of %s, each round of three slices giving one to each target in a shuffled order, "+
+		"so that a target alone takes the whole load in its slice and the machine's changes over the run fall on all three alike: "+
+		"%s of sending a target at a fixed rate, %s in the closed loop. Each figure is the median of %d repetitions. "+
 		"The bare proxy and the gateway each run in a process of their own (this program again, `-serve`), the mocks and the load generator in this one: "+
 		"a hop's CPU per request is its own process's CPU time (/proc/PID/stat, 10 ms ticks) over the requests answered, "+
 		"its RSS its own process's, at the start of the run and its peak (VmHWM, reset at the start).\n\n",
-		conns, conns, conns, d, dsat, p.reps())
+		conns, conns, conns, slice, d, dsat, p.reps())
 	var rows [][]string
 	for li, l := range levels {
 		for ti, t := range targets {
@@ -180,12 +212,12 @@ func overhead(ctx context.Context, p plan, r *report) error {
 				hopRSS = fmt.Sprintf("%s / %s", mib(uint64(median(s.hopStartRSS))), mib(uint64(median(s.hopRSS))))
 			}
 			rows = append(rows, []string{l.name, t, ms(time.Duration(median(s.p50))), ms(time.Duration(median(s.p99))),
-				fmt.Sprintf("%.0f", median(s.rps)), hopCPU, hopRSS, us(time.Duration(median(s.cpu))), fmt.Sprintf("%.0f", median(s.failed)), lag})
+				fmt.Sprintf("%.0f", median(s.rps)), hopCPU, hopRSS, fmt.Sprintf("%.0f", median(s.failed)), lag})
 		}
 	}
-	r.table([]string{"load", "target", "p50", "p99", "req/s", "hop CPU/req", "hop RSS at start / peak", "this process's CPU/req", "failed", "send lag p99"}, rows)
+	r.table([]string{"load", "target", "p50", "p99", "req/s", "hop CPU/req", "hop RSS at start / peak", "failed", "send lag p99"}, rows)
 	r.printf("Send lag: how late the generator sent a request after its due time (included in the latencies). " +
-		"This process's CPU per request (the mock and the generator, and on the direct run nothing else) is shown for scale.\n\n")
+		"A closed loop's req/s is its answers over its slices' time; a request is its slice's target's by the time it was sent.\n\n")
 
 	// added: per repetition, the hop's latency minus the direct run's; then the median.
 	added := func(li, ti int, pick func(stat) []float64) float64 {

@@ -32,12 +32,16 @@ type Usage struct {
 	// StartRSS is the resident set at the start of the run, once the heap was returned to
 	// the OS: what the process holds before the run adds to it.
 	StartRSS uint64
-	// Hop is the hop's own process's CPU time and peak RSS (reset at the start of the run,
-	// when PeakReset), StartRSS its resident set then; zero when the hop runs in this process.
-	Hop struct {
-		CPU               time.Duration
-		PeakRSS, StartRSS uint64
-	}
+	// Hops holds each hop's own process's usage, in the order of the run's Hops; none when
+	// the hop runs in this process.
+	Hops []HopUsage
+}
+
+// HopUsage is what a hop's own process used over a run: its CPU time and peak RSS (reset at
+// the start of the run, when Usage.PeakReset), StartRSS its resident set then.
+type HopUsage struct {
+	CPU               time.Duration
+	PeakRSS, StartRSS uint64
 }
 
 // meter measures one run's Usage.
@@ -45,35 +49,32 @@ type meter struct {
 	cpu   time.Duration
 	reset bool
 	rss   uint64
-	// hop is the hop's process id (0: none) and its CPU time at the start.
-	hop    int
-	hopCPU time.Duration
-	hopRSS uint64
+	// hops are the hops' process ids, and start their CPU time and RSS at the start.
+	hops  []int
+	start []HopUsage
 }
 
 // startMeter returns the heap to the OS (so that memory the previous run left behind does
-// not count as this one's), resets the peak RSS of this process and of the hop's (pid hop,
-// 0 for none), and reads their CPU clocks.
-func startMeter(hop int) meter {
+// not count as this one's), resets the peak RSS of this process and of each hop's (pids),
+// and reads their CPU clocks.
+func startMeter(hops []int) meter {
 	runtime.GC()
 	debug.FreeOSMemory()
-	m := meter{cpu: cpuTime(), reset: resetPeakRSS("self") == nil, rss: statusKB("self", "VmRSS:") * 1024, hop: hop}
-	if hop != 0 {
+	m := meter{cpu: cpuTime(), reset: resetPeakRSS("self") == nil, rss: statusKB("self", "VmRSS:") * 1024, hops: hops}
+	for _, hop := range hops {
 		pid := strconv.Itoa(hop)
 		m.reset = m.reset && resetPeakRSS(pid) == nil
-		m.hopCPU, _ = procCPU(hop)
-		m.hopRSS = statusKB(pid, "VmRSS:") * 1024
+		cpu, _ := procCPU(hop)
+		m.start = append(m.start, HopUsage{CPU: cpu, StartRSS: statusKB(pid, "VmRSS:") * 1024})
 	}
 	return m
 }
 
 func (m meter) stop() Usage {
 	u := Usage{CPU: cpuTime() - m.cpu, PeakRSS: statusKB("self", "VmHWM:") * 1024, PeakReset: m.reset, StartRSS: m.rss}
-	if m.hop != 0 {
-		cpu, _ := procCPU(m.hop)
-		u.Hop.CPU = cpu - m.hopCPU
-		u.Hop.PeakRSS = statusKB(strconv.Itoa(m.hop), "VmHWM:") * 1024
-		u.Hop.StartRSS = m.hopRSS
+	for i, hop := range m.hops {
+		cpu, _ := procCPU(hop)
+		u.Hops = append(u.Hops, HopUsage{CPU: cpu - m.start[i].CPU, PeakRSS: statusKB(strconv.Itoa(hop), "VmHWM:") * 1024, StartRSS: m.start[i].StartRSS})
 	}
 	return u
 }

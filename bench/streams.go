@@ -84,12 +84,12 @@ func streams(ctx context.Context, p plan, r *report) error {
 			}
 			sampled <- m
 		}
-		pid := 0
+		var hops []int
 		if hop != nil {
-			pid = hop.Pid()
+			hops = []int{hop.Pid()}
 		}
 		var timer *time.Timer
-		run := OpenLoop{Rate: ramp, Duration: rampFor, MaxInFlight: n + 16, Grace: d + 15*time.Second, Hop: pid, OnStart: func(start time.Time) {
+		run := OpenLoop{Rate: ramp, Duration: rampFor, MaxInFlight: n + 16, Grace: d + 15*time.Second, Hops: hops, OnStart: func(start time.Time) {
 			timer = time.AfterFunc(time.Until(start.Add(rampFor+min(time.Second, d/2))), sample)
 		}}.Run(ctx, streamCall(client, url, "stream", chunks))
 		timer.Stop()
@@ -145,7 +145,7 @@ func streams(ctx context.Context, p plan, r *report) error {
 		f.dur50, f.dur99 = quantile(lh, 50), quantile(lh, 99)
 		cpu, rss := run.Usage.CPU, run.Usage.PeakRSS
 		if hop {
-			cpu, rss = run.Usage.Hop.CPU, run.Usage.Hop.PeakRSS
+			cpu, rss = run.Usage.Hops[0].CPU, run.Usage.Hops[0].PeakRSS
 		}
 		f.rss = rss
 		if f.chunks > 0 {

@@ -115,7 +115,7 @@ func burst(ctx context.Context, p plan, r *report) error {
 			}
 			s.primary.SetLatency(phase.latency)
 			before, _, _ := providerStatus(client, s.gw.URL, "primary")
-			run := ClosedLoop{Workers: conns, Duration: d, Hop: s.gw.proc.Pid()}.Run(ctx, chatCall(client, s.gw.URL+"/v1/chat/completions", "chat", ""))
+			run := ClosedLoop{Workers: conns, Duration: d, Hops: []int{s.gw.proc.Pid()}}.Run(ctx, chatCall(client, s.gw.URL+"/v1/chat/completions", "chat", ""))
 			after, queued, _ := providerStatus(client, s.gw.URL, "primary")
 			by := answeredBy(run)
 			failed, _ := run.Failed()
@@ -369,9 +369,9 @@ func overload(ctx context.Context, p plan, r *report) error {
 		call := mixedTaskCall(client, gw.URL)
 		OpenLoop{Rate: 200, Duration: p.dur(time.Second, 300*time.Millisecond)}.Run(ctx, call) // warm
 		if rate == 0 {
-			cal := OpenLoop{Rate: calRate, Duration: calDur, Hop: gw.proc.Pid()}.Run(ctx, call)
+			cal := OpenLoop{Rate: calRate, Duration: calDur, Hops: []int{gw.proc.Pid()}}.Run(ctx, call)
 			if cal.Wall > 0 {
-				calCores = cal.Usage.Hop.CPU.Seconds() / cal.Wall.Seconds()
+				calCores = cal.Usage.Hops[0].CPU.Seconds() / cal.Wall.Seconds()
 			}
 			if calCores <= 0 {
 				gw.Close()
@@ -386,7 +386,7 @@ func overload(ctx context.Context, p plan, r *report) error {
 				return err
 			}
 		}
-		run := OpenLoop{Rate: rate, Duration: d, MaxInFlight: maxInFlight, Grace: budget + 5*time.Second, Hop: gw.proc.Pid()}.Run(ctx, call)
+		run := OpenLoop{Rate: rate, Duration: d, MaxInFlight: maxInFlight, Grace: budget + 5*time.Second, Hops: []int{gw.proc.Pid()}}.Run(ctx, call)
 		opened := gw.Opened("primary") + gw.Opened("backup")
 		timeouts := gw.Attempts("primary")["timeout"] + gw.Attempts("backup")["timeout"]
 		gw.Close()
@@ -430,7 +430,7 @@ func overload(ctx context.Context, p plan, r *report) error {
 		}
 		f.lagP99 = quantile(durationHist(lags), 99)
 		if run.Wall > 0 {
-			f.cpu = run.Usage.Hop.CPU.Seconds() / run.Wall.Seconds()
+			f.cpu = run.Usage.Hops[0].CPU.Seconds() / run.Wall.Seconds()
 		}
 		figs = append(figs, f)
 		r.logf("overload: %s: critical %d (%d failed, %d shed, p99 %s), enrichment %d (%d shed, %d failed, p99 %s); %d breaker openings, %d attempts timed out; sent late by %s at p99",
