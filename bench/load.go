@@ -301,23 +301,6 @@ func (r *Run) Failed() (int, error) {
 	return n, first
 }
 
-// Throughput is the good answers per second of wall time.
-func (r *Run) Throughput() float64 {
-	if r.Wall <= 0 {
-		return 0
-	}
-	return float64(r.OK()) / r.Wall.Seconds()
-}
-
-// CPUPerOK is the process's CPU time per good answer.
-func (r *Run) CPUPerOK() time.Duration {
-	ok := r.OK()
-	if ok == 0 {
-		return 0
-	}
-	return r.Usage.CPU / time.Duration(ok)
-}
-
 // histogram records the latencies of the outcomes keep accepts (nil: every good answer),
 // in microseconds, from 1 µs to 5 minutes at 3 significant digits.
 func histogram(outs []Outcome, keep func(Outcome) bool) *hdr.Histogram {
