@@ -117,6 +117,28 @@ func (c *child) HeapProfile(path string) error {
 	return err
 }
 
+// CPUProfile asks the child to profile its CPU for d and write the profile to path (in the
+// background: the child answers nothing).
+func (c *child) CPUProfile(path string, d time.Duration) error {
+	_, err := fmt.Fprintf(c.stdin, "cpu %d %s\n", d.Milliseconds(), path)
+	return err
+}
+
+// writeCPUProfile profiles this process's CPU for d and writes the profile to path.
+func writeCPUProfile(path string, d time.Duration) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	time.Sleep(d)
+	pprof.StopCPUProfile()
+	return f.Close()
+}
+
 // writeHeapProfile writes this process's heap profile (after a GC: the live objects) to path.
 func writeHeapProfile(path string) error {
 	f, err := os.Create(path)
@@ -182,6 +204,18 @@ func serveChild(kind, arg string, stdout io.Writer) error {
 		case "memory":
 			m := readGoMemory()
 			fmt.Fprintf(stdout, "memory %d %d %d %d\n", m.goroutines, m.stacks, m.heap, m.total)
+		case "cpu": // cpu MILLISECONDS PATH: profile the CPU for that long, in the background
+			ms, path, _ := strings.Cut(arg, " ")
+			d, err := strconv.Atoi(ms)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench -serve: cpu %q: want milliseconds and a path\n", arg)
+				continue
+			}
+			go func() {
+				if err := writeCPUProfile(path, time.Duration(d)*time.Millisecond); err != nil {
+					fmt.Fprintf(os.Stderr, "bench -serve: cpu profile: %v\n", err)
+				}
+			}()
 		case "heap": // heap PATH: write a heap profile of the live objects to PATH
 			if err := writeHeapProfile(arg); err != nil {
 				fmt.Fprintf(os.Stderr, "bench -serve: heap profile: %v\n", err)

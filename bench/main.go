@@ -52,6 +52,9 @@ type plan struct {
 	out string
 	// heapProfile, when set, is where the streams scenario writes the gateway's heap profile.
 	heapProfile string
+	// cpuProfile, when set, is where the streams scenario writes a CPU profile of each hop's
+	// process over its ramp (the proxy's to PATH.proxy, the gateway's to PATH).
+	cpuProfile string
 }
 
 // dur returns a phase's duration: full in a full run, quick in a quick one, times the scale.
@@ -86,6 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "docs/outage.png", "where the outage scenario draws its PNG")
 	pprofAddr := fs.String("pprof", "", "serve the Go profiler (/debug/pprof/) on this loopback address while the benchmarks run")
 	heapProfile := fs.String("streams-heap", "", "write a heap profile of the gateway's process to this file once every stream has started (streams scenario)")
+	cpuProfile := fs.String("streams-cpu", "", "write a CPU profile of the gateway's process over the ramp to this file, and the bare proxy's to this file plus .proxy (streams scenario)")
 	serve := fs.String("serve", "", "internal: serve one hop (proxy TARGET_URL, or gateway DIR) in this process, for the benchmarks that measure it on its own")
 	pin := fs.Bool("pin", false, "bind this process (the mocks, the load generator, the gateways built in it) to CPU 0 and each hop's own process to CPU 1 (Linux, 2 CPUs or more)")
 	if err := fs.Parse(args); err != nil {
@@ -141,7 +145,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer closeProfiler()
 	}
 
-	p := plan{quick: *quick, scale: *scale, out: *out, heapProfile: *heapProfile}
+	p := plan{quick: *quick, scale: *scale, out: *out, heapProfile: *heapProfile, cpuProfile: *cpuProfile}
 	r := &report{w: stdout, log: stderr}
 	mode := "full"
 	if p.quick {

@@ -63,7 +63,8 @@ func streams(ctx context.Context, p plan, r *report) error {
 	// phase runs n streams; once every stream has started (the ramp and a second more, or
 	// half the stream's time when it is shorter), it samples the Go runtime's memory.
 	// With a hop, the memory is the hop's process's, else this process's.
-	phase := func(url string, chunks int, d time.Duration, hop *child) (*Run, goMemory) {
+	// With a profile path, the hop profiles its CPU over the ramp into it.
+	phase := func(url string, chunks int, d time.Duration, hop *child, profile string) (*Run, goMemory) {
 		client := newClient(n + 64)
 		defer client.CloseIdleConnections()
 		rampFor := time.Duration(float64(n) / ramp * float64(time.Second))
@@ -91,6 +92,11 @@ func streams(ctx context.Context, p plan, r *report) error {
 		var timer *time.Timer
 		run := OpenLoop{Rate: ramp, Duration: rampFor, MaxInFlight: n + 16, Grace: d + 15*time.Second, Hops: hops, OnStart: func(start time.Time) {
 			timer = time.AfterFunc(time.Until(start.Add(rampFor+min(time.Second, d/2))), sample)
+			if hop != nil && profile != "" {
+				if err := hop.CPUProfile(profile, rampFor); err != nil {
+					r.logf("streams: %v", err)
+				}
+			}
 		}}.Run(ctx, streamCall(client, url, "stream", chunks))
 		timer.Stop()
 		var m goMemory
@@ -100,18 +106,22 @@ func streams(ctx context.Context, p plan, r *report) error {
 		}
 		return run, m
 	}
+	var proxyProfile string
+	if p.cpuProfile != "" {
+		proxyProfile = p.cpuProfile + ".proxy"
+	}
 	r.logf("streams: %d direct streams of %s", n, short)
-	dr, _ := phase(direct.ChatURL(), chunksOf(short), short, nil)
+	dr, _ := phase(direct.ChatURL(), chunksOf(short), short, nil, "")
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	r.logf("streams: %d streams of %s through the bare proxy", n, short)
-	pr, _ := phase(proxy.URL+"/v1/chat/completions", chunksOf(short), short, proxy)
+	pr, _ := phase(proxy.URL+"/v1/chat/completions", chunksOf(short), short, proxy, proxyProfile)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	r.logf("streams: %d streams of %s through afloat", n, long)
-	ar, am := phase(gw.URL+"/v1/chat/completions", chunksOf(long), long, gw.proc)
+	ar, am := phase(gw.URL+"/v1/chat/completions", chunksOf(long), long, gw.proc, p.cpuProfile)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
