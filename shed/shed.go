@@ -5,10 +5,12 @@
 //
 // The signal is the Go scheduler's own: the 99th percentile of the time goroutines spent
 // runnable before they ran (runtime/metrics "/sched/latencies:seconds"), over the last
-// window. Above the threshold the process is saturated and enrichment calls are shed; above
-// twice the threshold assistance calls are shed too; critical calls are never shed, so that
-// they never wait behind enrichment. A shed call costs no provider call and says nothing of
-// any provider.
+// window. While the sampler is itself late to close the next window, how late it is counts as
+// well: the runtime's histogram does not see a process frozen under its CPU quota, nor the
+// goroutines still waiting when the window closed. Above the threshold the process is
+// saturated and enrichment calls are shed; above twice the threshold assistance calls are
+// shed too; critical calls are never shed, so that they never wait behind enrichment. A shed
+// call costs no provider call and says nothing of any provider.
 //
 // Shedding decides once a call is decoded; the decoding (a gateway's of each call's body) it
 // orders with turns (Enter): while the process is saturated those turns are what it runs, a
@@ -229,9 +231,16 @@ func (t *turns) wake() bool {
 
 // Sampler measures the scheduling latency: every period it reads the runtime's histogram of
 // the time goroutines waited to run, and keeps the 99th percentile of what was added since
-// the last read.
+// the last read. Its own wait to run counts too: while it is late to read (its goroutine
+// waits to run, or the whole process is frozen under a CPU quota, which the runtime's
+// histogram does not see), how late it is is the latency (Latency).
 type Sampler struct {
 	p99    atomic.Int64 // nanoseconds
+	period time.Duration
+	// base is the monotonic origin of at; at is when the last window closed, since base.
+	base   time.Time
+	at     atomic.Int64
+	closed atomic.Bool // the sampler reads no more: its lateness means nothing
 	stop   chan struct{}
 	done   chan struct{}
 	once   sync.Once
@@ -247,16 +256,18 @@ func NewSampler(ctx context.Context, period time.Duration) *Sampler {
 	if period <= 0 {
 		period = 250 * time.Millisecond
 	}
-	s := &Sampler{stop: make(chan struct{}), done: make(chan struct{}), sample: []metrics.Sample{{Name: schedLatencies}}}
+	s := &Sampler{period: period, base: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
+		sample: []metrics.Sample{{Name: schedLatencies}}}
 	s.read() // the baseline: what the runtime counted before now is not this window's
 	go func() {
 		defer close(s.done)
+		defer s.closed.Store(true)
 		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
-				s.p99.Store(int64(s.read()))
+				s.tick(time.Since(s.base), s.read)
 			case <-s.stop:
 				return
 			case <-ctx.Done():
@@ -267,8 +278,31 @@ func NewSampler(ctx context.Context, period time.Duration) *Sampler {
 	return s
 }
 
-// Latency is the 99th percentile of the scheduling latency over the last period.
-func (s *Sampler) Latency() time.Duration { return time.Duration(s.p99.Load()) }
+// tick closes the window at now (since base) with read's figure, unless the last window
+// closed less than half a period ago. That is the tick the ticker kept while the sampler
+// waited to run: it comes right after the late one, and its window, empty, would read as no
+// latency at all just as the goroutines come out of a long wait (an overloaded gateway's
+// attempts, cut then, were blamed on healthy providers).
+func (s *Sampler) tick(now time.Duration, read func() time.Duration) {
+	if now-time.Duration(s.at.Load()) < s.period/2 {
+		return
+	}
+	s.p99.Store(int64(read()))
+	s.at.Store(int64(now))
+}
+
+// Latency is the 99th percentile of the scheduling latency over the last period, or how
+// late the sampler is to close the next window when that is more.
+func (s *Sampler) Latency() time.Duration { return s.latencyAt(time.Since(s.base)) }
+
+// latencyAt is Latency at now (since base).
+func (s *Sampler) latencyAt(now time.Duration) time.Duration {
+	p := time.Duration(s.p99.Load())
+	if s.closed.Load() {
+		return p
+	}
+	return max(p, now-time.Duration(s.at.Load())-s.period)
+}
 
 // Close stops the sampler.
 func (s *Sampler) Close() {

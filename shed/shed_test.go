@@ -75,7 +75,57 @@ func TestSamplerReadsTheRuntime(t *testing.T) {
 	}
 	running := NewSampler(context.Background(), time.Millisecond)
 	running.Close() // stops its goroutine: Close returns only once it has
+	if got := running.latencyAt(time.Hour); got > time.Minute {
+		t.Errorf("latency %s of a closed sampler an hour on; its lateness must not count", got)
+	}
 	running.Close() // and a second Close is harmless
+}
+
+// TestSamplerSkipsTheKeptTick: a tick that comes right after a late one (the ticker kept it
+// while the sampler waited to run) does not close an empty window, which would read as no
+// latency just as goroutines come out of a long wait.
+func TestSamplerSkipsTheKeptTick(t *testing.T) {
+	const period = 250 * time.Millisecond
+	s := &Sampler{period: period}
+	figure := func(d time.Duration) func() time.Duration { return func() time.Duration { return d } }
+	s.tick(2*time.Second, figure(1500*time.Millisecond)) // late by 1.75 s: a long window
+	if got := s.latencyAt(2 * time.Second); got != 1500*time.Millisecond {
+		t.Fatalf("latency %s after the late window; want its p99, 1.5s", got)
+	}
+	s.tick(2*time.Second+time.Millisecond, figure(0)) // the kept tick, at once
+	if got := s.latencyAt(2*time.Second + time.Millisecond); got != 1500*time.Millisecond {
+		t.Errorf("latency %s after the kept tick; want the late window's 1.5s still", got)
+	}
+	s.tick(2*time.Second+period, figure(3*time.Millisecond)) // the next tick on time
+	if got := s.latencyAt(2*time.Second + period); got != 3*time.Millisecond {
+		t.Errorf("latency %s after a window on time; want its p99, 3ms", got)
+	}
+}
+
+// TestSamplerLatenessIsLatency: while the sampler is late to close its next window (its
+// goroutine waits to run, or the process is frozen under a CPU quota), the latency is at
+// least how late it is; once it is closed, its lateness means nothing.
+func TestSamplerLatenessIsLatency(t *testing.T) {
+	const period = 250 * time.Millisecond
+	s := &Sampler{period: period}
+	s.tick(period, func() time.Duration { return 2 * time.Millisecond })
+	cases := []struct {
+		now  time.Duration
+		want time.Duration
+	}{
+		{period + 100*time.Millisecond, 2 * time.Millisecond},     // within its period
+		{2*period + time.Millisecond, 2 * time.Millisecond},       // late by less than the p99
+		{2*period + 400*time.Millisecond, 400 * time.Millisecond}, // late by 400 ms
+	}
+	for _, c := range cases {
+		if got := s.latencyAt(c.now); got != c.want {
+			t.Errorf("latency at %s: %s; want %s", c.now, got, c.want)
+		}
+	}
+	s.closed.Store(true)
+	if got := s.latencyAt(10 * time.Second); got != 2*time.Millisecond {
+		t.Errorf("latency of a closed sampler %s; want its last p99, 2ms", got)
+	}
 }
 
 // TestTurns: a few turns at once; the others wait, the newest first, at most the threshold;
