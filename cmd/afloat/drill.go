@@ -23,7 +23,7 @@ import (
 )
 
 const drillUsage = `Usage: afloat drill --target URL --admin-token T [--api-key K] (--task NAME | --route NAME)
-         --provider NAME --mode MODE [fault flags] [--duration 1m | --requests N] [--rate 20]
+         --provider NAME --mode MODE [fault flags] [--duration 5m | --requests N] [--rate 20]
          [--input JSON] [--log-file PATH] [--json]
 
 The unavailability exercise, against a running gateway: it measures the task's healthy
@@ -31,8 +31,11 @@ latency, injects the fault into the provider through the admin API (with a TTL, 
 drill killed with -9 cannot leave it behind), drives traffic at --rate, clears the fault and
 drives traffic until the breaker has closed and the provider answers again. Then it checks:
 
-  main_path        no 5xx (enrichment, assistance); a 202 with a review id or a block (critical)
+  main_path        no 5xx or 4xx (enrichment, assistance); a 202 with a review id or a block
+                   (critical)
   degraded_marked  every answer during the fault is marked degraded and none is the provider's
+                   (with --mode flap or an --error-rate under 1, the provider's own answers in
+                   between are allowed: they are whole and not degraded)
   breaker_opened   the provider's breaker opened during the fault
   fail_fast        calls after it opened did not wait: 9 in 10 at least skipped the provider (or
                    came from the cache), and their p95 is within the healthy p95 × 3 + 100ms
@@ -47,8 +50,10 @@ re-ask and the next tier) is within the bound, metrics_moved when degraded answe
 openings did not.
 
 Before any call it checks the fault as the gateway will, that the provider serves the task or
-route, and that its breaker is closed (a drill begun with it open would measure the fallback as
-the healthy latency). Exit 1 when a check fails. Ctrl-C or SIGTERM stops the traffic, clears
+route, and that its breaker is not open (a drill begun with it open would measure the fallback
+as the healthy latency). Every call of the healthy phase must be answered (no 4xx, no 5xx: a
+wrong --input or --api-key stops the drill there), and the breaker be closed after it (the
+healthy calls close a half-open one), or no fault is injected. Exit 1 when a check fails. Ctrl-C or SIGTERM stops the traffic, clears
 the fault and reports; such a drill is not recorded. A drill that ran to its end is recorded
 in the gateway (POST /admin/drills): /admin/status shows each task's last drill.
 
@@ -120,7 +125,7 @@ func parseDrill(args []string, stderr io.Writer) (drillOptions, error) {
 	down := fs.Duration("down", 0, "how long flap is down (default 10s)")
 	up := fs.Duration("up", 0, "how long flap is up (default 10s)")
 	errorRate := fs.Float64("error-rate", 0, "the share of calls error_rate fails, in (0, 1]")
-	fs.DurationVar(&o.duration, "duration", time.Minute, "how long the fault holds (unless --requests)")
+	fs.DurationVar(&o.duration, "duration", 5*time.Minute, "how long the fault holds (or --requests)")
 	fs.IntVar(&o.requests, "requests", 0, "calls to make under the fault, instead of --duration")
 	fs.Float64Var(&o.rate, "rate", 20, "calls per second")
 	fs.StringVar(&o.input, "input", "", `the task's input as JSON ({"subject": "…"}); default: a sample text in each input field`)
@@ -133,6 +138,8 @@ func parseDrill(args []string, stderr io.Writer) (drillOptions, error) {
 	if err != nil {
 		return o, errUsage
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	bad := func(format string, a ...any) (drillOptions, error) {
 		fmt.Fprintf(stderr, "afloat drill: %s\n", fmt.Sprintf(format, a...))
 		fs.Usage()
@@ -149,17 +156,26 @@ func parseDrill(args []string, stderr io.Writer) (drillOptions, error) {
 		return bad("--admin-token is required (or $AFLOAT_ADMIN_TOKEN): the fault is injected through the admin API")
 	case !(o.rate > 0 && o.rate <= 1000):
 		return bad("--rate %v is outside (0, 1000]", o.rate)
+	case set["duration"] && set["requests"]:
+		return bad("give --duration or --requests, not both")
 	case o.requests < 0 || o.requests == 0 && o.duration < time.Second:
 		return bad("--requests must be positive, or --duration at least 1s")
+	case o.recover < time.Second:
+		return bad("--recover %s is too short to see the breaker close: give it a second at least", o.recover)
 	}
 	if _, err := url.ParseRequestURI(o.target); err != nil {
 		return bad("--target %q is not a URL", o.target)
 	}
 	o.target = strings.TrimRight(o.target, "/")
+	for _, s := range secrets {
+		if len(s) < 8 {
+			// credentials() searches only values of 8 bytes or more: a shorter one would
+			// match ordinary text.
+			return bad("a --secret of %d bytes is too short to search for (8 at least): give the whole credential", len(s))
+		}
+	}
 	o.secrets = secrets
 	o.fault = map[string]any{"mode": *mode}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	// The fault's JSON fields (DESIGN §6) of the flags given, by flag name.
 	for name, field := range map[string]struct {
 		key string
@@ -257,6 +273,12 @@ func runDrill(ctx context.Context, o drillOptions) (*drillReport, error) {
 	healthy := max(5, int(o.rate*2))
 	d.progress("measuring the healthy latency")
 	d.drive(ctx, "healthy", healthy, 0, nil)
+	if ctx.Err() != nil {
+		return nil, errors.New("interrupted before the fault was injected: nothing to clear")
+	}
+	if err := d.healthyAnswered(ctx); err != nil {
+		return nil, err
+	}
 	before, _ := d.metrics(ctx)
 
 	// 2. The fault, with a TTL past the drill's own end.
@@ -289,7 +311,9 @@ func runDrill(ctx context.Context, o drillOptions) (*drillReport, error) {
 		d.cleared = time.Since(d.start)
 		d.mu.Unlock()
 	})
-	defer clear() // also when ctx is cancelled (Ctrl-C, SIGTERM) or a step panics
+	defer clear() // also when a step panics
+	// Ctrl-C or SIGTERM clears it at once, not after the calls in flight have answered.
+	defer context.AfterFunc(ctx, clear)()
 
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
@@ -337,6 +361,40 @@ func runDrill(ctx context.Context, o drillOptions) (*drillReport, error) {
 	return rep, nil
 }
 
+// healthyAnswered checks the healthy phase before any fault: every call answered (a 4xx says
+// the drill's own call is wrong, its input or its key; a 5xx that the gateway is not healthy
+// to begin with), and the provider's breaker closed after them. Otherwise the drill would
+// inject a fault and judge a degradation it cannot see.
+func (d *drillRun) healthyAnswered(ctx context.Context) error {
+	d.mu.Lock()
+	calls := slices.Clone(d.calls)
+	d.mu.Unlock()
+	failed, first := 0, ""
+	for _, c := range calls {
+		if c.Err == nil && c.Status < 400 {
+			continue
+		}
+		failed++
+		if first == "" {
+			first = fmt.Sprintf("%d %s", c.Status, cmp.Or(c.Code, strings.TrimSpace(string(c.body))))
+			if c.Err != nil {
+				first = c.Err.Error()
+			}
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d calls failed before any fault (the first: %.200s); no fault was injected", failed, len(calls), first)
+	}
+	st, err := d.status(ctx)
+	if err != nil {
+		return err
+	}
+	if b := st.Providers[d.o.provider].Breaker; b != "closed" {
+		return fmt.Errorf("the breaker of %q is %s after %d healthy calls; no fault was injected", d.o.provider, b, len(calls))
+	}
+	return nil
+}
+
 // drillStatus is the part of /admin/status the drill reads.
 type drillStatus struct {
 	Providers map[string]struct {
@@ -371,6 +429,13 @@ func (d *drillRun) status(ctx context.Context) (*drillStatus, error) {
 // provider must serve the scope, and its breaker be closed: a drill that began with it open
 // would measure the fallback as the healthy latency and see an opening it did not cause.
 func (d *drillRun) prepare(st *drillStatus) (scope, crit string, err error) {
+	if d.o.route != "" {
+		if _, ok := st.Routes[d.o.route]; !ok {
+			return "", "", fmt.Errorf("the gateway has no route %q (it has %s)", d.o.route, strings.Join(sortedKeys(st.Routes), ", "))
+		}
+	} else if _, ok := st.Tasks[d.o.task]; !ok {
+		return "", "", fmt.Errorf("the gateway has no task %q (it has %s)", d.o.task, strings.Join(sortedKeys(st.Tasks), ", "))
+	}
 	p, ok := st.Providers[d.o.provider]
 	if !ok {
 		return "", "", fmt.Errorf("the gateway has no provider %q (it has %s)", d.o.provider, strings.Join(sortedKeys(st.Providers), ", "))
@@ -380,22 +445,17 @@ func (d *drillRun) prepare(st *drillStatus) (scope, crit string, err error) {
 		serves := strings.Join(sortedKeys(p.Tasks), ", ")
 		return "", "", fmt.Errorf("provider %q is not in the cascade of %q (it serves %s)", d.o.provider, name, cmp.Or(serves, "none"))
 	}
-	if p.Breaker != "closed" {
-		return "", "", fmt.Errorf("the breaker of %q is %s before the drill: close it first (PUT /admin/breakers/%s {\"state\": \"closed\"}), or wait for it to close", d.o.provider, p.Breaker, d.o.provider)
+	if p.Breaker == "open" {
+		// Half-open is let through: the healthy calls close it, or the drill stops after them.
+		return "", "", fmt.Errorf("the breaker of %q is open before the drill: wait for it to half-open (the healthy calls then close it), or close it (PUT /admin/breakers/%s {\"state\": \"closed\"})", d.o.provider, d.o.provider)
 	}
 	if d.o.route != "" {
-		r, ok := st.Routes[d.o.route]
-		if !ok {
-			return "", "", fmt.Errorf("the gateway has no route %q (it has %s)", d.o.route, strings.Join(sortedKeys(st.Routes), ", "))
-		}
+		r := st.Routes[d.o.route]
 		d.path = "/v1/chat/completions"
 		d.body, _ = json.Marshal(map[string]any{"model": d.o.route, "messages": []map[string]string{{"role": "user", "content": drillSample}}})
 		return "route:" + d.o.route, r.Criticality, nil
 	}
-	t, ok := st.Tasks[d.o.task]
-	if !ok {
-		return "", "", fmt.Errorf("the gateway has no task %q (it has %s)", d.o.task, strings.Join(sortedKeys(st.Tasks), ", "))
-	}
+	t := st.Tasks[d.o.task]
 	var in json.RawMessage
 	if d.o.input != "" {
 		if !json.Valid([]byte(d.o.input)) {

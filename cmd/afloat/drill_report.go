@@ -94,20 +94,35 @@ func (r *drillReport) check(o drillOptions, crit string, calls []drillCall, open
 			bad = append(bad, "202 without a review id")
 		case crit == "critical" && c.Status == 503 && c.Code == "blocked":
 			// on_exhausted: block fails closed, as designed
-		case c.Status >= 500:
+		case c.Status >= 400:
+			// A 4xx is a call the main path refused: as much a failure as a 5xx.
 			bad = append(bad, fmt.Sprintf("%d %s", c.Status, c.Code))
 		}
 	}
 	r.add("main_path", len(bad) == 0 && len(by["fault"]) > 0, "%d of %d calls during the fault failed%s", len(bad), len(by["fault"]), firstOf(bad))
 
-	// degraded_marked
-	unmarked := 0
+	// degraded_marked. A partial fault (flap's up periods, an error rate under 1) lets some
+	// calls through to the provider: its own whole answers are right then, not degraded.
+	partial := o.fault["mode"] == "flap" || o.fault["mode"] == "error_rate" && o.fault["rate"] != 1.0
+	unmarked, through := 0, 0
 	for _, c := range by["fault"] {
-		if c.Err == nil && c.Status < 500 && (!c.Degraded || c.Source == "model" && c.Provider == o.provider) {
+		if c.Err != nil || c.Status >= 400 {
+			continue
+		}
+		own := c.Source == "model" && c.Provider == o.provider
+		switch {
+		case partial && own && !c.Degraded:
+			through++
+		case !c.Degraded || own:
 			unmarked++
 		}
 	}
-	r.add("degraded_marked", unmarked == 0 && len(by["fault"]) > 0, "%d of %d answers during the fault not marked degraded or from %s; sources %v", unmarked, len(by["fault"]), o.provider, f.Sources)
+	let := ""
+	if partial {
+		let = fmt.Sprintf(" (%d answered by %s itself, which the partial fault let through)", through, o.provider)
+	}
+	r.add("degraded_marked", unmarked == 0 && len(by["fault"]) > 0, "%d of %d answers during the fault not marked degraded or from %s%s; sources %v",
+		unmarked, len(by["fault"]), o.provider, let, f.Sources)
 
 	bound := f.HealthyP95MS*3 + 100
 	if o.fault["mode"] == "malformed" {

@@ -320,6 +320,9 @@ func TestDrillFlags(t *testing.T) {
 		{"error rate without its rate", []string{"--mode", "error_rate"}, nil},
 		{"a delay the mode does not take", []string{"--mode", "unavailable", "--delay", "2s"}, nil},
 		{"status out of range", []string{"--mode", "unavailable", "--status", "200"}, nil},
+		{"duration and requests", []string{"--duration", "30s", "--requests", "10"}, nil},
+		{"no time to recover", []string{"--recover", "0s"}, nil},
+		{"a secret too short to search", []string{"--secret", "abc"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -359,5 +362,96 @@ func TestDrillCountsCachedAnswersAsDegraded(t *testing.T) {
 	}
 	if r.Figures.Sources["cache"] != 1 {
 		t.Errorf("sources %v, want the cached answer counted", r.Figures.Sources)
+	}
+}
+
+// TestDrillStopsWhenTheHealthyCallsFail: a drill whose own calls are refused (an input the
+// task does not take: 400 on every call) stops after the healthy phase, says why, and never
+// injects the fault: it would judge a degradation it cannot see.
+func TestDrillStopsWhenTheHealthyCallsFail(t *testing.T) {
+	t.Parallel()
+	g := drillGateway(t, "")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"drill", "--target", g.base, "--admin-token", scenarioAdmin, "--task", "triage",
+		"--provider", "primary", "--mode", "unavailable", "--requests", "5", "--rate", "50", "--input", `{"nope": 1}`}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "failed before any fault (the first: 400 invalid_input") ||
+		!strings.Contains(stderr.String(), "no fault was injected") {
+		t.Errorf("exit %d, stderr %q; want 1 and the healthy calls' failure", code, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("a report on stdout: %s", stdout.String())
+	}
+	if f := faultOf(t, g, "primary"); f != "null" {
+		t.Errorf("fault %s; want none set", f)
+	}
+}
+
+// TestDrillMainPathCountsRefusals: a 4xx during the fault fails main_path as a 5xx does.
+func TestDrillMainPathCountsRefusals(t *testing.T) {
+	calls := []drillCall{
+		{Phase: "healthy", At: 0, Status: 200, Source: "model", Provider: "primary", Latency: 5 * time.Millisecond},
+		{Phase: "fault", At: time.Second, Status: 200, Source: "heuristic", Degraded: true, Reason: "circuit_open"},
+		{Phase: "fault", At: 2 * time.Second, Status: 401, Code: "invalid_api_key"},
+	}
+	var r drillReport
+	r.check(drillOptions{task: "triage", provider: "primary", fault: map[string]any{"mode": "unavailable"}}, "enrichment", calls, -1, -1, -1, drillMetrics{}, drillMetrics{}, nil)
+	if c := checkOf(r, "main_path"); c.Passed || !strings.Contains(c.Figure, "1 of 2 calls during the fault failed") || !strings.Contains(c.Figure, "401") {
+		t.Errorf("main_path %v: %s; want it failed by the 401", c.Passed, c.Figure)
+	}
+}
+
+// TestDrillPartialFaultLetsTheProviderAnswer: under a partial fault (an error rate under 1,
+// flap) the provider's own whole answers between the failures are right, not unmarked
+// degradation; under a whole one (an error rate of 1, unavailable) they fail degraded_marked.
+func TestDrillPartialFaultLetsTheProviderAnswer(t *testing.T) {
+	calls := []drillCall{
+		{Phase: "healthy", At: 0, Status: 200, Source: "model", Provider: "primary", Latency: 5 * time.Millisecond},
+		{Phase: "fault", At: time.Second, Status: 200, Source: "model", Provider: "primary"},
+		{Phase: "fault", At: 2 * time.Second, Status: 200, Source: "model", Provider: "backup", Degraded: true},
+		{Phase: "fault", At: 3 * time.Second, Status: 200, Source: "heuristic", Degraded: true, Reason: "circuit_open"},
+	}
+	for _, tc := range []struct {
+		fault map[string]any
+		pass  bool
+	}{
+		{map[string]any{"mode": "error_rate", "rate": 0.5}, true},
+		{map[string]any{"mode": "flap", "down": "2s", "up": "2s"}, true},
+		{map[string]any{"mode": "error_rate", "rate": 1.0}, false},
+		{map[string]any{"mode": "unavailable"}, false},
+	} {
+		var r drillReport
+		r.check(drillOptions{task: "triage", provider: "primary", fault: tc.fault}, "enrichment", slices.Clone(calls), -1, -1, -1, drillMetrics{}, drillMetrics{}, nil)
+		if c := checkOf(r, "degraded_marked"); c.Passed != tc.pass {
+			t.Errorf("fault %v: degraded_marked %v (%s); want %v", tc.fault, c.Passed, c.Figure, tc.pass)
+		}
+	}
+}
+
+// TestDrillPrepareNamesWhatIsMissing: an unknown task or route is named as such before the
+// provider is looked at; a half-open breaker is let through (the healthy calls close it), an
+// open one is not.
+func TestDrillPrepareNamesWhatIsMissing(t *testing.T) {
+	st := &drillStatus{}
+	if err := json.Unmarshal([]byte(`{"providers": {"primary": {"breaker": "closed", "tasks": {"triage": {}}}},
+		"tasks": {"triage": {"inputs": ["subject"], "criticality": "enrichment"}}, "routes": {}}`), st); err != nil {
+		t.Fatal(err)
+	}
+	prepare := func(o drillOptions) error { _, _, err := (&drillRun{o: o}).prepare(st); return err }
+	if err := prepare(drillOptions{task: "nosuch", provider: "primary"}); err == nil || !strings.Contains(err.Error(), `the gateway has no task "nosuch" (it has triage)`) {
+		t.Errorf("an unknown task: %v", err)
+	}
+	if err := prepare(drillOptions{route: "nosuch", provider: "primary"}); err == nil || !strings.Contains(err.Error(), `the gateway has no route "nosuch"`) {
+		t.Errorf("an unknown route: %v", err)
+	}
+	p := st.Providers["primary"]
+	p.Breaker = "half-open"
+	st.Providers["primary"] = p
+	if err := prepare(drillOptions{task: "triage", provider: "primary"}); err != nil {
+		t.Errorf("a half-open breaker: %v; want the drill let through", err)
+	}
+	p.Breaker = "open"
+	st.Providers["primary"] = p
+	if err := prepare(drillOptions{task: "triage", provider: "primary"}); err == nil || !strings.Contains(err.Error(), "is open before the drill") {
+		t.Errorf("an open breaker: %v", err)
 	}
 }
