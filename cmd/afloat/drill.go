@@ -49,12 +49,13 @@ it): breaker_opened passes when it never opened, fail_fast when the p95 under th
 re-ask and the next tier) is within the bound, metrics_moved when degraded answers rose and
 openings did not.
 
-Before any call it checks the fault as the gateway will, that the provider serves the task or
-route, and that its breaker is not open (a drill begun with it open would measure the fallback
-as the healthy latency). Every call of the healthy phase must be answered (no 4xx, no 5xx: a
-wrong --input or --api-key stops the drill there), and the breaker be closed after it (the
-healthy calls close a half-open one), or no fault is injected. Exit 1 when a check fails. Ctrl-C or SIGTERM stops the traffic, clears
-the fault and reports; such a drill is not recorded. A drill that ran to its end is recorded
+Before any call it checks the fault as the gateway will, that the task or route exists, that
+the provider serves it, and that its breaker is not open (a drill begun with it open would
+measure the fallback as the healthy latency). Every call of the healthy phase must be answered
+(no 4xx, no 5xx: a wrong --input or --api-key stops the drill there), and the breaker be
+closed after it (the healthy calls close a half-open one), or no fault is injected. Exit 1
+when a check fails. Ctrl-C or SIGTERM stops the traffic, clears the fault at once and reports
+(a second one ends the drill, and the fault clears at its TTL); such a drill is not recorded. A drill that ran to its end is recorded
 in the gateway (POST /admin/drills): /admin/status shows each task's last drill.
 
 Flags:
@@ -426,8 +427,9 @@ func (d *drillRun) status(ctx context.Context) (*drillStatus, error) {
 }
 
 // prepare checks the scope and the provider against the gateway and builds the call. The
-// provider must serve the scope, and its breaker be closed: a drill that began with it open
-// would measure the fallback as the healthy latency and see an opening it did not cause.
+// scope must exist, the provider serve it, and its breaker not be open: a drill that began
+// with it open would measure the fallback as the healthy latency and see an opening it did
+// not cause. A half-open one is let through: the healthy calls close it (healthyAnswered).
 func (d *drillRun) prepare(st *drillStatus) (scope, crit string, err error) {
 	if d.o.route != "" {
 		if _, ok := st.Routes[d.o.route]; !ok {
