@@ -128,6 +128,43 @@ func TestSamplerLatenessIsLatency(t *testing.T) {
 	}
 }
 
+// TestSamplerUnreadProbeIsLatency: while the loopback datagram waits to be read (its reader,
+// woken by the network poller, waits behind the runnable goroutines), its age is the latency.
+func TestSamplerUnreadProbeIsLatency(t *testing.T) {
+	const period = 250 * time.Millisecond
+	s := &Sampler{period: period}
+	s.tick(time.Second, func() time.Duration { return 3 * time.Millisecond })
+	s.sent.Store(int64(time.Second))
+	if got := s.latencyAt(time.Second + 100*time.Millisecond); got != 100*time.Millisecond {
+		t.Errorf("latency %s with the datagram unread for 100ms; want 100ms", got)
+	}
+	s.sent.Store(0) // read
+	if got := s.latencyAt(time.Second + 100*time.Millisecond); got != 3*time.Millisecond {
+		t.Errorf("latency %s once the datagram was read; want the p99, 3ms", got)
+	}
+}
+
+// TestSamplerReadsItsProbes: a running sampler sends its datagrams and reads them, so that an
+// idle process reads no latency from them.
+func TestSamplerReadsItsProbes(t *testing.T) {
+	probed := make(chan struct{})
+	s := newSampler(context.Background(), 20*time.Millisecond, probed)
+	defer s.Close()
+	if s.probe == nil {
+		t.Fatal("no loopback UDP socket: the sampler cannot probe the network poller")
+	}
+	for range 3 {
+		select {
+		case <-probed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no datagram read in 10s")
+		}
+	}
+	if l := s.Latency(); l > 5*time.Second {
+		t.Errorf("latency %s of an idle process; want its datagrams read", l)
+	}
+}
+
 // TestTurns: a few turns at once; the others wait, the newest first, at most the threshold;
 // a critical call never waits; off, nobody does.
 func TestTurns(t *testing.T) {
