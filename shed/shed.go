@@ -6,8 +6,10 @@
 // The signal is the Go scheduler's own: the 99th percentile of the time goroutines spent
 // runnable before they ran (runtime/metrics "/sched/latencies:seconds"), over the last
 // window. While the sampler is itself late to close the next window, how late it is counts as
-// well: the runtime's histogram does not see a process frozen under its CPU quota, nor the
-// goroutines still waiting when the window closed. Above the threshold the process is
+// well, and so does the age of a loopback datagram it sends itself while that waits to be
+// read: the runtime's histogram does not see a process frozen under its CPU quota, nor the
+// goroutines still waiting when the window closed, and its p99 stays low while the few woken
+// by the network poller wait behind the many runnable. Above the threshold the process is
 // saturated and enrichment calls are shed; above twice the threshold assistance calls are
 // shed too; critical calls are never shed, so that they never wait behind enrichment. A shed
 // call costs no provider call and says nothing of any provider.
