@@ -172,11 +172,13 @@ func (f *File) Build(opts BuildOptions) (*Runtime, error) {
 type builder struct {
 	f     *File
 	clock clockwork.Clock
-	rand  func() float64
-	log   *slog.Logger
-	reg   prometheus.Registerer // where the metrics go
-	rt    *Runtime
-	errs  Errors
+	// simulated: the clock is the caller's (a simulation's or a test's), not real time.
+	simulated bool
+	rand      func() float64
+	log       *slog.Logger
+	reg       prometheus.Registerer // where the metrics go
+	rt        *Runtime
+	errs      Errors
 	// openings records the breakers' unusable openings for the unusable alert; nil when
 	// that alert is off.
 	openings *alerts.Openings
@@ -199,7 +201,7 @@ func (b *builder) line(path string) int {
 // provider whose adapter cannot be built is stood in for by one that always fails, so that
 // the tasks over it are still checked.
 func (f *File) build(opts BuildOptions) *builder {
-	b := &builder{f: f, clock: opts.Clock, rand: opts.Rand, log: opts.Logger, prev: opts.previous}
+	b := &builder{f: f, clock: opts.Clock, simulated: opts.Clock != nil, rand: opts.Rand, log: opts.Logger, prev: opts.previous}
 	if b.clock == nil {
 		b.clock = clockwork.NewRealClock()
 	}
@@ -763,7 +765,8 @@ func (b *builder) shedder() *shed.Shedder {
 	if b.prev != nil {
 		return nil
 	}
-	b.rt.sampler = shed.NewSampler(context.Background(), 0)
+	// On a simulated clock the sampler sends itself no datagrams (see shed.NewSampler).
+	b.rt.sampler = shed.NewSampler(context.Background(), 0, !b.simulated)
 	return shed.New(b.f.Server.ShedThreshold(), b.rt.sampler.Latency)
 }
 

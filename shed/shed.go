@@ -266,14 +266,17 @@ type Sampler struct {
 // schedLatencies is the runtime metric read.
 const schedLatencies = "/sched/latencies:seconds"
 
-// NewSampler starts a Sampler reading every period (0 means 250 ms) until Close or ctx ends.
-func NewSampler(ctx context.Context, period time.Duration) *Sampler {
-	return newSampler(ctx, period, nil)
+// NewSampler starts a Sampler reading every period (0 means 250 ms) until Close or ctx ends;
+// with probe, it sends itself its loopback datagrams too. A process on a simulated clock goes
+// without: the goroutine that waits on the socket is not durably blocked, and would keep a
+// testing/synctest bubble from ever advancing its time.
+func NewSampler(ctx context.Context, period time.Duration, probe bool) *Sampler {
+	return newSampler(ctx, period, probe, nil)
 }
 
 // newSampler is NewSampler; probed, when not nil, receives for each datagram read while a
 // receiver waits on it.
-func newSampler(ctx context.Context, period time.Duration, probed chan struct{}) *Sampler {
+func newSampler(ctx context.Context, period time.Duration, probe bool, probed chan struct{}) *Sampler {
 	if period <= 0 {
 		period = 250 * time.Millisecond
 	}
@@ -281,9 +284,11 @@ func newSampler(ctx context.Context, period time.Duration, probed chan struct{})
 		sample: []metrics.Sample{{Name: schedLatencies}}, probed: probed}
 	s.read() // the baseline: what the runtime counted before now is not this window's
 	var reading chan struct{}
-	if c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}); err == nil {
-		s.probe, reading = c, make(chan struct{})
-		go s.readProbes(reading)
+	if probe {
+		if c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}); err == nil {
+			s.probe, reading = c, make(chan struct{})
+			go s.readProbes(reading)
+		}
 	}
 	go func() {
 		defer close(s.done)

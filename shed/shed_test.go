@@ -73,7 +73,7 @@ func TestSamplerReadsTheRuntime(t *testing.T) {
 	if l := s.read(); l < 0 || l > time.Minute {
 		t.Errorf("scheduling latency %s; want a sane figure", l)
 	}
-	running := NewSampler(context.Background(), time.Millisecond)
+	running := NewSampler(context.Background(), time.Millisecond, true)
 	running.Close() // stops its goroutine: Close returns only once it has
 	if got := running.latencyAt(time.Hour); got > time.Minute {
 		t.Errorf("latency %s of a closed sampler an hour on; its lateness must not count", got)
@@ -148,7 +148,7 @@ func TestSamplerUnreadProbeIsLatency(t *testing.T) {
 // idle process reads no latency from them.
 func TestSamplerReadsItsProbes(t *testing.T) {
 	probed := make(chan struct{})
-	s := newSampler(context.Background(), 20*time.Millisecond, probed)
+	s := newSampler(context.Background(), 20*time.Millisecond, true, probed)
 	defer s.Close()
 	if s.probe == nil {
 		t.Fatal("no loopback UDP socket: the sampler cannot probe the network poller")
