@@ -113,6 +113,8 @@ type attempt struct {
 	skipped int
 	// span is the attempt's trace span from run until settle; nil when tracing is off.
 	span trace.Span
+	// wire tells when the attempt's HTTP request reached the network (see wire).
+	wire wire
 }
 
 // cut reports whether the attempt's own time ran out (rather than the call's, in ctx).
@@ -192,7 +194,7 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 		u.budget.call()
 	}
 	*a = attempt{e: e, s: *s, est: est, permit: permit, slot: slot, read: read, timeout: timeout,
-		fair: fair, p95: p95, began: e.clock.Now()}
+		fair: fair, p95: p95, began: e.clock.Now(), wire: wire{clock: e.clock}}
 	return afloat.OutcomeOK
 }
 
@@ -272,7 +274,7 @@ func remaining(ctx context.Context, clk clockwork.Clock) time.Duration {
 func (e *Engine) run(ctx context.Context, log *callLog, a *attempt, check checkFunc) settled {
 	s := &a.s
 	var cancel context.CancelFunc
-	pctx := e.startAttempt(ctx, a) // the provider's context: ctx under the attempt's span
+	pctx := a.wire.trace(e.startAttempt(ctx, a)) // the provider's context: ctx under the attempt's span, traced
 	if s.emit != nil {
 		fired := new(atomic.Bool)
 		actx, stop := context.WithCancel(pctx)
@@ -365,6 +367,9 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 	// a cut explains is read as one: an HTTP error that arrived as the timer fired stays
 	// what it is (a 429 keeps its wait, a 400 never moves the breaker).
 	cut := err != nil && cutError(err) && (a.cut(ctx) || ctx.Err() != nil)
+	// What the provider had of the attempt: the time since its request reached the network.
+	waited := a.wire.waited(a.began, a.began.Add(took))
+	had := took - waited
 	failed, lost := false, false
 	switch {
 	case err == nil:
@@ -385,20 +390,27 @@ func (a *attempt) settle(ctx context.Context, log *callLog, check checkFunc, res
 		// The client left: nothing to say about the provider.
 		a.permit.Cancel(ctx)
 		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "caller cancelled"
-	case cut && e.saturated(a.timeout):
+	case cut && had == 0 && waited > 0:
+		// Its request never reached the network: the wait was afloat's own (its goroutines
+		// to run, the transport's queue for a connection), not the provider's.
+		a.permit.Cancel(ctx)
+		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "cut before its request reached the provider"
+	case cut && e.saturated(a.timeout-waited):
 		// afloat itself was saturated (its goroutines waited to run): the wait may be its own
 		// queueing, not the provider's, and afloat's overload must never look like a
-		// provider's outage. It moves neither the breaker nor the estimate.
+		// provider's outage. It moves neither the breaker nor the estimate. The quarter rule
+		// holds against what the provider had of the timeout: an attempt whose connect began
+		// late had only the rest.
 		a.permit.Cancel(ctx)
 		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "cut while afloat itself was saturated"
-	case !cut && afloat.IsTimeout(err) && e.saturated(took):
+	case !cut && afloat.IsTimeout(err) && e.saturated(had):
 		// A timeout of the client's own (the connect's, a response header's) while afloat was
 		// saturated is read as a cut is: the connection may well have been made, or the answer
 		// have arrived, while afloat's goroutines waited to run (an overloaded gateway saw its
 		// connects to healthy mocks time out, and opened both their breakers).
 		a.permit.Cancel(ctx)
 		rec.Outcome, rec.Error = afloat.OutcomeDeadline, "timed out while afloat itself was saturated: "+err.Error()
-	case cut && !a.blamed(took):
+	case cut && !a.blamed(had):
 		// Cut before the provider was due to answer (the caller's deadline, or what earlier
 		// attempts left of the budget): it moves neither the breaker nor the estimate.
 		a.permit.Cancel(ctx)
@@ -488,14 +500,15 @@ func loadOf(o afloat.Outcome, err error) limit.Outcome {
 	return limit.Ignore
 }
 
-// blamed reports whether a cut after took is the provider's timeout: the attempt had at
-// least its fair time to answer (for a stream past its first chunk: the gap it stalled for
+// blamed reports whether a cut is the provider's timeout, had being what the provider had
+// of the attempt (since its request reached the network, see wire): it had at least its fair
+// time to answer (for a stream past its first chunk: the gap it stalled for
 // reached its fair time, or the stream's idle timeout).
-func (a *attempt) blamed(took time.Duration) bool {
+func (a *attempt) blamed(had time.Duration) bool {
 	if !a.lastChunk.IsZero() {
 		return a.e.clock.Since(a.lastChunk) >= min(a.fair, a.s.tr.up.streamIdle)
 	}
-	return min(took, a.timeout) >= a.fair
+	return min(had, a.timeout) >= a.fair
 }
 
 // cutError reports whether err is what a cut call returns: a context's error, a timeout, or

@@ -1,0 +1,105 @@
+package cascade
+
+import (
+	"context"
+	"net/http/httptrace"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/afloat-dev/afloat"
+	"github.com/afloat-dev/afloat/shed"
+)
+
+// onTheWire is a provider that is an HTTP client as far as the transport's hooks tell: it asks
+// for a connection, waits before (begin) its connect begins, or never begins it (begin < 0),
+// and then hangs, as a provider that never answers.
+func onTheWire(begin time.Duration) func(context.Context, *afloat.Request, int) (*afloat.Response, error) {
+	return func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+		tr := httptrace.ContextClientTrace(ctx)
+		if tr == nil {
+			panic("the attempt's context has no client trace")
+		}
+		tr.GetConn("provider.example:443")
+		if begin >= 0 {
+			select {
+			case <-time.After(begin):
+				tr.ConnectStart("tcp", "127.0.0.1:443")
+			case <-ctx.Done():
+			}
+		}
+		return hang(ctx, req, n)
+	}
+}
+
+// TestCutBeforeTheNetworkIsNotBlamed: an attempt whose request never reached the network (it
+// asked its transport for a connection, and no connect began) was cut in afloat's own wait:
+// it is not blamed, however often. The same hang with its connect begun at once is the
+// provider's, and its breaker opens.
+func TestCutBeforeTheNetworkIsNotBlamed(t *testing.T) {
+	for _, reached := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			begin := time.Duration(-1)
+			if reached {
+				begin = 0
+			}
+			fx := newFixture(t, realClock, onTheWire(begin), answer(validAnswer))
+			task := fx.task(t, func(c *TaskConfig) { c.Budget = 3 * time.Second })
+			for range 10 {
+				res, err := task.RunJSON(context.Background(), ticket)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := res.Attempts[0]
+				if !reached && (a.Outcome != afloat.OutcomeDeadline || a.Error != "cut before its request reached the provider") {
+					t.Fatalf("never reached the network: attempts %+v; want p0 cut in afloat's own wait", res.Attempts)
+				}
+				if reached && a.Outcome != afloat.OutcomeTimeout && a.Outcome != afloat.OutcomeCircuitOpen {
+					t.Fatalf("connected at once: attempts %+v; want p0's own timeout", res.Attempts)
+				}
+			}
+			want := 0.0
+			if reached {
+				want = 1
+			}
+			if got := opened(fx, "p0"); got != want {
+				t.Errorf("request reached the network %v: p0's breaker opened %v times; want %v", reached, got, want)
+			}
+		})
+	}
+}
+
+// TestLateConnectIsJudgedOnWhatTheProviderHad: goroutines wait 470 ms to run (shedding off),
+// under a quarter of p0's 2 s read timeout. A connect that began at once and hung is the
+// provider's: its breaker opens. A connect that began only after 1.4 s, as under an
+// overloaded gateway, left the provider 600 ms, and a wait of 470 ms is more than a quarter of
+// that: the cut is afloat's, and no breaker opens.
+func TestLateConnectIsJudgedOnWhatTheProviderHad(t *testing.T) {
+	for _, begin := range []time.Duration{0, 1400 * time.Millisecond} {
+		synctest.Test(t, func(t *testing.T) {
+			fx := newFixture(t, func(c *Config) {
+				realClock(c)
+				c.Shed = shed.New(0, func() time.Duration { return 470 * time.Millisecond })
+			}, onTheWire(begin), answer(validAnswer))
+			task := fx.task(t, func(c *TaskConfig) { c.Budget = 3 * time.Second })
+			for range 10 {
+				res, err := task.RunJSON(context.Background(), ticket)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := res.Attempts[0]
+				if begin > 0 && (a.Outcome != afloat.OutcomeDeadline || !strings.HasPrefix(a.Error, "cut while afloat itself was saturated")) {
+					t.Fatalf("connect after %v: attempts %+v; want p0 cut while afloat was saturated", begin, res.Attempts)
+				}
+			}
+			want := 0.0
+			if begin == 0 {
+				want = 1
+			}
+			if got := opened(fx, "p0"); got != want {
+				t.Errorf("connect after %v: p0's breaker opened %v times; want %v", begin, got, want)
+			}
+		})
+	}
+}
