@@ -9,8 +9,12 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -252,6 +256,68 @@ func TestDrillInterruptedIsNotRecorded(t *testing.T) {
 	}
 	if d := string(st.Tasks["triage"].LastDrill); d != "null" {
 		t.Errorf("last_drill %s; want null", d)
+	}
+}
+
+// TestDrillInterruptClearsTheFaultAtOnce: Ctrl-C clears the fault while a call under it is
+// still in flight, not once the calls in flight have answered: the backup, holding the first
+// call it gets under the fault, sees the drill's DELETE of the fault answered before it answers
+// (the drill waits for the calls in flight, which its Ctrl-C does not cancel). The drill talks
+// to the gateway through a proxy that tells when that DELETE was answered.
+func TestDrillInterruptClearsTheFaultAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	cleared := make(chan struct{})
+	var first atomic.Bool
+	seen := make(chan bool, 1)
+	primary := newMock(t, func(int, chatCall) upstreamReply { return upstreamReply{content: validTriage} })
+	backup := newMock(t, func(int, chatCall) upstreamReply {
+		if !first.CompareAndSwap(false, true) {
+			return upstreamReply{content: validTriage}
+		}
+		stop() // Ctrl-C, while this call is in flight
+		select {
+		case <-cleared:
+			seen <- true
+		case <-time.After(time.Second): // under the backup's 2 s read timeout, which would end the call
+			seen <- false
+		}
+		return upstreamReply{content: validTriage}
+	})
+	cfg := triageConfig("10s", []string{"primary", "backup"},
+		map[string]string{"primary": primary.URL, "backup": backup.URL},
+		map[string]string{"primary": ", probe: off, retry: {max: 0}", "backup": ", probe: off"})
+	g := startServe(t, cfg, "primary", "backup")
+	u, err := url.Parse(g.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	var once sync.Once
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxy.ServeHTTP(w, r)
+		if r.Method == http.MethodDelete && r.URL.Path == "/admin/faults/primary" {
+			once.Do(func() { close(cleared) })
+		}
+	}))
+	defer front.Close()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"drill", "--target", front.URL, "--admin-token", scenarioAdmin, "--task", "triage",
+		"--provider", "primary", "--mode", "unavailable", "--duration", "1m", "--json"}, &stdout, &stderr)
+	if code != 1 {
+		t.Fatalf("exit %d; want 1 (interrupted)\n%s", code, stderr.String())
+	}
+	select {
+	case ok := <-seen:
+		if !ok {
+			t.Error("the fault was not cleared within 1 s of the interrupt while a call under it was in flight; want it cleared at once")
+		}
+	default:
+		t.Fatal("the backup got no call under the fault")
+	}
+	if f := faultOf(t, g, "primary"); f != "null" {
+		t.Errorf("fault %s after the drill; want it cleared", f)
 	}
 }
 
