@@ -33,6 +33,21 @@ func onTheWire(begin time.Duration) func(context.Context, *afloat.Request, int) 
 	}
 }
 
+// tenCalls makes ten calls of task and fails the test with what wrong says of a call's first
+// attempt, unless it says "".
+func tenCalls(t *testing.T, task *Task, wrong func(afloat.Attempt) string) {
+	t.Helper()
+	for range 10 {
+		res, err := task.RunJSON(context.Background(), ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg := wrong(res.Attempts[0]); msg != "" {
+			t.Fatalf("attempts %+v: %s", res.Attempts, msg)
+		}
+	}
+}
+
 // TestCutBeforeTheNetworkIsNotBlamed: an attempt whose request never reached the network (it
 // asked its transport for a connection, and no connect began) was cut in afloat's own wait:
 // it is not blamed, however often. The same hang with its connect begun at once is the
@@ -46,19 +61,15 @@ func TestCutBeforeTheNetworkIsNotBlamed(t *testing.T) {
 			}
 			fx := newFixture(t, realClock, onTheWire(begin), answer(validAnswer))
 			task := fx.task(t, func(c *TaskConfig) { c.Budget = 3 * time.Second })
-			for range 10 {
-				res, err := task.RunJSON(context.Background(), ticket)
-				if err != nil {
-					t.Fatal(err)
-				}
-				a := res.Attempts[0]
+			tenCalls(t, task, func(a afloat.Attempt) string {
 				if !reached && (a.Outcome != afloat.OutcomeDeadline || a.Error != "cut before its request reached the provider") {
-					t.Fatalf("never reached the network: attempts %+v; want p0 cut in afloat's own wait", res.Attempts)
+					return "never reached the network: want p0 cut in afloat's own wait"
 				}
 				if reached && a.Outcome != afloat.OutcomeTimeout && a.Outcome != afloat.OutcomeCircuitOpen {
-					t.Fatalf("connected at once: attempts %+v; want p0's own timeout", res.Attempts)
+					return "connected at once: want p0's own timeout"
 				}
-			}
+				return ""
+			})
 			want := 0.0
 			if reached {
 				want = 1
@@ -83,16 +94,12 @@ func TestLateConnectIsJudgedOnWhatTheProviderHad(t *testing.T) {
 				c.Shed = shed.New(0, func() time.Duration { return 470 * time.Millisecond })
 			}, onTheWire(begin), answer(validAnswer))
 			task := fx.task(t, func(c *TaskConfig) { c.Budget = 3 * time.Second })
-			for range 10 {
-				res, err := task.RunJSON(context.Background(), ticket)
-				if err != nil {
-					t.Fatal(err)
-				}
-				a := res.Attempts[0]
+			tenCalls(t, task, func(a afloat.Attempt) string {
 				if begin > 0 && (a.Outcome != afloat.OutcomeDeadline || !strings.HasPrefix(a.Error, "cut while afloat itself was saturated")) {
-					t.Fatalf("connect after %v: attempts %+v; want p0 cut while afloat was saturated", begin, res.Attempts)
+					return "connect after 1.4s: want p0 cut while afloat was saturated"
 				}
-			}
+				return ""
+			})
 			want := 0.0
 			if begin == 0 {
 				want = 1
