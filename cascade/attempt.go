@@ -113,8 +113,9 @@ type attempt struct {
 	skipped int
 	// span is the attempt's trace span from run until settle; nil when tracing is off.
 	span trace.Span
-	// wire tells when the attempt's HTTP request reached the network (see wire).
-	wire wire
+	// wire tells when the attempt's HTTP request reached the network (see wire). It is the
+	// attempt's own: a retry reuses the attempt, and a hook of the try before it may still run.
+	wire *wire
 }
 
 // cut reports whether the attempt's own time ran out (rather than the call's, in ctx).
@@ -194,7 +195,7 @@ func (e *Engine) admit(ctx context.Context, s *spec, a *attempt) afloat.Outcome 
 		u.budget.call()
 	}
 	*a = attempt{e: e, s: *s, est: est, permit: permit, slot: slot, read: read, timeout: timeout,
-		fair: fair, p95: p95, began: e.clock.Now(), wire: wire{clock: e.clock}}
+		fair: fair, p95: p95, began: e.clock.Now(), wire: &wire{clock: e.clock}}
 	return afloat.OutcomeOK
 }
 

@@ -110,3 +110,39 @@ func TestLateConnectIsJudgedOnWhatTheProviderHad(t *testing.T) {
 		})
 	}
 }
+
+// TestALateHookMarksItsOwnTry: a retry reuses the attempt, and a hook of the try before it may
+// run late (the transport's dial outlives the request it was made for). Try 0 fails at once
+// with a 503 and its connect begins only once try 1 has started; try 1 never reaches the
+// network and is cut. The late connect is try 0's: try 1 is still cut in afloat's own wait.
+func TestALateHookMarksItsOwnTry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		started := make(chan struct{})
+		late := make(chan struct{})
+		p0 := func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+			tr := httptrace.ContextClientTrace(ctx)
+			tr.GetConn("provider.example:443")
+			if n == 0 {
+				go func() {
+					<-started
+					tr.ConnectStart("tcp", "127.0.0.1:443")
+					close(late)
+				}()
+				return nil, &afloat.ProviderError{Provider: "p0", Status: 503, Kind: afloat.Unavailable}
+			}
+			close(started)
+			<-late
+			return hang(ctx, req, n)
+		}
+		fx := newFixture(t, realClock, p0, answer(validAnswer))
+		task := fx.task(t, func(c *TaskConfig) { c.Budget = 3 * time.Second })
+		res, err := task.RunJSON(context.Background(), ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Attempts) < 2 || res.Attempts[1].Provider != "p0" || res.Attempts[1].Outcome != afloat.OutcomeDeadline ||
+			res.Attempts[1].Error != "cut before its request reached the provider" {
+			t.Fatalf("attempts %+v; want p0's retry cut in afloat's own wait", res.Attempts)
+		}
+	})
+}
