@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -368,7 +370,13 @@ func (w *breakerWatch) Opened() time.Time {
 
 // startProxy serves a bare httputil.ReverseProxy to target on a free loopback port. Its
 // transport keeps as many idle connections per host as afloat's providers do (64): the
-// default of 2 would make the proxy dial for nearly every request under load.
+// default of 2 would make the proxy dial for nearly every request under load. It reads each
+// request's body whole before proxying it, as afloat does: net/http's server closes a
+// request's body once the handler writes its answer's headers, and its transport reads the
+// body once more after sending it (to check it is not longer than declared), so a mock fast
+// enough to answer before that read makes the transport drop the upstream connection and cut
+// the answer it is relaying (golang/go#40747; the proxy logged "read error during body copy:
+// use of closed network connection" and 1 % of its streams ended in "unexpected EOF").
 func startProxy(target string) (string, func(), error) {
 	u, err := url.Parse(target)
 	if err != nil {
@@ -381,7 +389,16 @@ func startProxy(target string) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rp.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return "http://" + ln.Addr().String(), func() { _ = srv.Close(); tr.CloseIdleConnections() }, nil
 }
