@@ -366,3 +366,111 @@ func TestStateCanariesAcrossReplicas(t *testing.T) {
 		t.Errorf("a State started later: %+v, want the decision", got)
 	}
 }
+
+func sameDrill(t *testing.T, what string, got, want *state.Drill) {
+	t.Helper()
+	if (got == nil) != (want == nil) {
+		t.Errorf("%s: got %+v, want %+v", what, got, want)
+		return
+	}
+	if got == nil {
+		return
+	}
+	g, w := *got, *want
+	if !g.StartedAt.Equal(w.StartedAt) || !g.FinishedAt.Equal(w.FinishedAt) {
+		t.Errorf("%s: times %v–%v, want %v–%v", what, g.StartedAt, g.FinishedAt, w.StartedAt, w.FinishedAt)
+	}
+	g.StartedAt, g.FinishedAt, w.StartedAt, w.FinishedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("%s: got %+v, want %+v", what, g, w)
+	}
+}
+
+// TestStoreDrills: a drill saved through one replica reads back on another, every field
+// (through the save script's cjson round trip); a scope keeps its last drill and its last
+// passing one, a failed drill replacing only the first; each save runs the Watch callback of
+// the other replica.
+func TestStoreDrills(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	a, _ := f.replica(t)
+	b, _ := f.replica(t)
+	changedB := make(chan struct{}, 16)
+	b.Watch(ctx, func() { changedB <- struct{}{} })
+	f.settle(t, b)
+	for len(changedB) > 0 {
+		<-changedB
+	}
+	if got, err := b.LoadDrills(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("LoadDrills of an empty store: %+v, %v", got, err)
+	}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 123_456_789, time.UTC)
+	pass := state.Drill{Scope: "task:triage", Provider: "self-hosted/qwen", Mode: "unavailable", Passed: true, StartedAt: at, FinishedAt: at.Add(time.Minute)}
+	fail := state.Drill{Scope: "task:triage", Provider: "primary", Mode: "stream_cut", Failed: []string{"fail_fast", "breaker_opened"}, StartedAt: at.Add(time.Hour), FinishedAt: at.Add(time.Hour + 90*time.Second)}
+	route := state.Drill{Scope: "route:chat", Provider: "backup", Mode: "slow", Passed: true, StartedAt: at, FinishedAt: at.Add(time.Second)}
+	for _, d := range []state.Drill{pass, fail, route} {
+		if err := a.SaveDrill(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-changedB:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("drill of %s saved: the Watch callback of the other replica did not run within 5s", d.Scope)
+		}
+	}
+	got, err := b.LoadDrills(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("LoadDrills: %+v, want the scopes task:triage and route:chat", got)
+	}
+	sameDrill(t, "triage, last", got["task:triage"].Last, &fail)
+	sameDrill(t, "triage, last passed", got["task:triage"].LastPassed, &pass)
+	sameDrill(t, "chat, last", got["route:chat"].Last, &route)
+	sameDrill(t, "chat, last passed", got["route:chat"].LastPassed, &route)
+
+	// A drill that passes later replaces both.
+	again := state.Drill{Scope: "task:triage", Provider: "primary", Mode: "timeout", Passed: true, StartedAt: at.Add(2 * time.Hour), FinishedAt: at.Add(2*time.Hour + time.Minute)}
+	if err := b.SaveDrill(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = a.LoadDrills(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sameDrill(t, "triage, last, after a pass", got["task:triage"].Last, &again)
+	sameDrill(t, "triage, last passed, after a pass", got["task:triage"].LastPassed, &again)
+}
+
+// TestStateDrillsAcrossReplicas: a drill a State records is shown by the State of another
+// replica over the same Redis once it hears of the change, and by a State started later.
+func TestStateDrillsAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	newState := func() *state.State {
+		t.Helper()
+		be, _ := f.replica(t)
+		st, err := state.New(ctx, state.Options{Kind: "redis", Store: be, Flags: flags.NewMemory()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() }) // before the fixture's: a Backend closes twice
+		return st
+	}
+	a, b := newState(), newState()
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	d := state.Drill{Scope: "task:triage", Provider: "primary", Mode: "flap", Passed: true, StartedAt: at, FinishedAt: at.Add(time.Minute)}
+	if err := a.SaveDrill(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Drills()["task:triage"]; got.LastPassed == nil || got.LastPassed.Mode != "flap" {
+		t.Errorf("the writer's State: %+v, want the drill at once", got)
+	}
+	eventually(t, "the other replica's State loads the drill", func() bool {
+		got := b.Drills()["task:triage"]
+		return got.LastPassed != nil && got.LastPassed.Mode == "flap" && got.LastPassed.FinishedAt.Equal(d.FinishedAt)
+	})
+	if got := newState().Drills()["task:triage"]; got.Last == nil || got.Last.Mode != "flap" {
+		t.Errorf("a State started later: %+v, want the drill", got)
+	}
+}
