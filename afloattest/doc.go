@@ -18,6 +18,10 @@
 // nothing moves until the test advances it: a retry's backoff, a slow or a hanging provider
 // would wait forever.)
 //
+// In the test below, schema, p0, p1, rules and Triage are the task's own (its JSON Schema, the
+// tiers' prompts, its heuristic and its answer type); the package's example defines each of
+// them, in a drill of a primary that answers 503.
+//
 //	func TestTriageDrill(t *testing.T) {
 //		synctest.Test(t, func(t *testing.T) {
 //			primary := afloattest.Hanging("primary")

@@ -51,10 +51,13 @@ openings did not.
 
 Before any call it checks the fault as the gateway will, that the task or route exists, that
 the provider serves it, and that its breaker is not open (a drill begun with it open would
-measure the fallback as the healthy latency). Every call of the healthy phase must be answered
-(no 4xx, no 5xx: a wrong --input or --api-key stops the drill there), and the breaker be
-closed after it (the healthy calls close a half-open one), or no fault is injected. Exit 1
-when a check fails. Ctrl-C or SIGTERM stops the traffic, clears the fault at once and reports
+measure the fallback as the healthy latency); a breaker still ramping up after a recovery
+(ramp_until in /admin/status, as after another drill) is waited out, up to 5m. Every call of
+the healthy phase must be answered (no 4xx, no 5xx: a wrong --input or --api-key stops the
+drill at its first call), and the breaker be closed after it (the healthy calls close a
+half-open one), or no fault is injected. An --error-rate under the breaker's threshold leaves
+it closed, and breaker_opened fails. Exit 1 when a check fails or the drill cannot run, 2 on
+a bad flag. Ctrl-C or SIGTERM stops the traffic, clears the fault at once and reports
 (a second one ends the drill, and the fault clears at its TTL); such a drill is not recorded. A drill that ran to its end is recorded
 in the gateway (POST /admin/drills): /admin/status shows each task's last drill.
 
@@ -267,13 +270,16 @@ func runDrill(ctx context.Context, o drillOptions) (*drillReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := d.awaitRamp(ctx, st); err != nil {
+		return nil, err
+	}
 	rep := &drillReport{Target: o.target, Scope: scope, Criticality: crit, Provider: o.provider, Fault: o.fault, StartedAt: time.Now().UTC()}
 	d.start = time.Now()
 
 	// 1. Healthy: the latency to compare with, and whether the provider answers at all.
 	healthy := max(5, int(o.rate*2))
 	d.progress("measuring the healthy latency")
-	d.drive(ctx, "healthy", healthy, 0, nil)
+	d.drive(ctx, "healthy", healthy, 0, d.healthyFailed)
 	if ctx.Err() != nil {
 		return nil, errors.New("interrupted before the fault was injected: nothing to clear")
 	}
@@ -362,6 +368,14 @@ func runDrill(ctx context.Context, o drillOptions) (*drillReport, error) {
 	return rep, nil
 }
 
+// healthyFailed reports whether a call of the healthy phase failed: the phase stops there,
+// and healthyAnswered says why.
+func (d *drillRun) healthyFailed() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.ContainsFunc(d.calls, func(c drillCall) bool { return c.Err != nil || c.Status >= 400 })
+}
+
 // healthyAnswered checks the healthy phase before any fault: every call answered (a 4xx says
 // the drill's own call is wrong, its input or its key; a 5xx that the gateway is not healthy
 // to begin with), and the provider's breaker closed after them. Otherwise the drill would
@@ -377,14 +391,14 @@ func (d *drillRun) healthyAnswered(ctx context.Context) error {
 		}
 		failed++
 		if first == "" {
-			first = fmt.Sprintf("%d %s", c.Status, cmp.Or(c.Code, strings.TrimSpace(string(c.body))))
+			first = fmt.Sprintf("%d %s", c.Status, errorOf(c.body))
 			if c.Err != nil {
 				first = c.Err.Error()
 			}
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d calls failed before any fault (the first: %.200s); no fault was injected", failed, len(calls), first)
+		return fmt.Errorf("%d of %d calls failed before any fault (the first: %.300s); no fault was injected", failed, len(calls), first)
 	}
 	st, err := d.status(ctx)
 	if err != nil {
@@ -396,11 +410,67 @@ func (d *drillRun) healthyAnswered(ctx context.Context) error {
 	return nil
 }
 
+// maxRampWait bounds how long a drill waits out a provider's ramp-up (awaitRamp): the
+// default breaker.ramp_up is 30s.
+const maxRampWait = 5 * time.Minute
+
+// awaitRamp waits, before the healthy calls, until the provider's breaker no longer ramps up
+// after a recovery (a drill just before this one ends as the breaker closes). During a ramp-up
+// the calls outside the provider's share skip it as circuit_open: the healthy phase would
+// measure the next tier's latency, and the fault would reach too few calls to open the
+// breaker. It reads /admin/status again until ramp_until is gone, so that it is the gateway's
+// clock that decides; a ramp-up that ends more than maxRampWait from now is refused.
+func (d *drillRun) awaitRamp(ctx context.Context, st *drillStatus) error {
+	deadline := time.Now().Add(maxRampWait)
+	told := false
+	for {
+		until := st.Providers[d.o.provider].RampUntil
+		if until == nil {
+			return nil
+		}
+		wait := time.Until(*until)
+		if until.After(deadline) || time.Now().After(deadline) {
+			return fmt.Errorf("the breaker of %q ramps up after its recovery until %s, more than %s from now: a drill then would measure the next tier; drill it after that", d.o.provider, until.UTC().Format(time.RFC3339), maxRampWait)
+		}
+		if !told {
+			fmt.Fprintf(d.o.out, "afloat drill: waiting %s for the ramp-up of %q after its recovery (until %s; breaker.ramp_up)\n", max(wait, 0).Round(100*time.Millisecond), d.o.provider, until.UTC().Format(time.TimeOnly))
+			told = true
+		}
+		t := time.NewTimer(min(max(wait, 100*time.Millisecond), 5*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.New("interrupted before the fault was injected: nothing to clear")
+		case <-t.C:
+		}
+		var err error
+		if st, err = d.status(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// errorOf is the code and message of an error answer (the task API's and the OpenAI
+// shape's {"error": {"code", "message"}}), or the body itself when it has neither.
+func errorOf(body []byte) string {
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Error.Code == "" && e.Error.Message == "" {
+		return strings.TrimSpace(string(body))
+	}
+	return strings.TrimSpace(e.Error.Code + ": " + e.Error.Message)
+}
+
 // drillStatus is the part of /admin/status the drill reads.
 type drillStatus struct {
 	Providers map[string]struct {
-		Breaker string              `json:"breaker"`
-		Tasks   map[string]struct{} `json:"tasks"` // the tasks and routes it serves
+		Breaker   string              `json:"breaker"`
+		RampUntil *time.Time          `json:"ramp_until"` // absent when it does not ramp up
+		Tasks     map[string]struct{} `json:"tasks"`      // the tasks and routes it serves
 	} `json:"providers"`
 	Tasks map[string]struct {
 		Inputs      []string `json:"inputs"`

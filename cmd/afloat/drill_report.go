@@ -135,7 +135,13 @@ func (r *drillReport) check(o drillOptions, crit string, calls []drillCall, open
 		moved := before.Read && after.Read && after.Degraded > before.Degraded && after.Opened == before.Opened
 		r.add("metrics_moved", moved, "degraded answers +%.0f, circuit openings +%.0f (want none)", after.Degraded-before.Degraded, after.Opened-before.Opened)
 	} else {
-		r.add("breaker_opened", opened >= 0, "%s", ifElse(opened >= 0, fmt.Sprintf("opened %.0fms after the fault", f.OpenedAfterMS), "never seen open"))
+		never := "never seen open"
+		if o.fault["mode"] == "error_rate" && o.fault["rate"] != 1.0 {
+			// The breaker sees fewer failures than the fault makes: a retry that succeeds hides
+			// one. Under its threshold it is right to stay closed, and the drill says so.
+			never += fmt.Sprintf(": an error rate of %v, less what the retries recover, may be under the breaker's threshold (breaker.failure_rate, breaker.consecutive_failures); drill a higher --error-rate, or --mode unavailable", o.fault["rate"])
+		}
+		r.add("breaker_opened", opened >= 0, "%s", ifElse(opened >= 0, fmt.Sprintf("opened %.0fms after the fault", f.OpenedAfterMS), never))
 
 		// fail_fast: the calls sent once it was seen open. Nearly all of them must have
 		// skipped the provider (or been answered from the cache): the breaker's probes pay

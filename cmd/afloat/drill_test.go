@@ -11,7 +11,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -113,6 +115,51 @@ func TestDrillPassesOnAHealthyGateway(t *testing.T) {
 	}
 	if age := g.metric("afloat_drill_age_seconds", map[string]string{"task": "triage"}); age < 0 || age > 60 {
 		t.Errorf("afloat_drill_age_seconds %v, want a few seconds", age)
+	}
+}
+
+// TestDrillWaitsOutARampUp: a drill run right after another finds the provider's breaker
+// closed a moment ago and ramping up (breaker.ramp_up, 4s here): most calls then skip the
+// provider as circuit_open, so that the healthy phase would measure the next tier and the
+// fault reach too few calls to open a rate-based breaker. The second drill says that it
+// waits, starts once the ramp-up is over, and passes.
+func TestDrillWaitsOutARampUp(t *testing.T) {
+	t.Parallel()
+	primary := newMock(t, func(int, chatCall) upstreamReply { return upstreamReply{content: validTriage} })
+	backup := newMock(t, func(int, chatCall) upstreamReply { return upstreamReply{content: validTriage} })
+	cfg := triageConfig("2s", []string{"primary", "backup"},
+		map[string]string{"primary": primary.URL, "backup": backup.URL},
+		map[string]string{"primary": ", probe: off, retry: {max: 0}", "backup": ", probe: off"})
+	cfg = strings.Replace(cfg, "breaker: {recovery: 5m}", "breaker: {recovery: 300ms, max_recovery: 600ms, ramp_up: 4s}", 1)
+	g := startServe(t, cfg, "primary", "backup")
+	if code, rep, stderr := runDrillCmd(t, g, "--provider", "primary", "--mode", "unavailable"); code != 0 {
+		t.Fatalf("the first drill exited %d (%+v); stderr:\n%s", code, rep.Checks, stderr)
+	}
+	_, body, err := g.do("GET", "/admin/status", scenarioAdmin, "")
+	var st struct {
+		Providers map[string]struct {
+			RampUntil *time.Time `json:"ramp_until"`
+		} `json:"providers"`
+	}
+	if err != nil || json.Unmarshal(body, &st) != nil {
+		t.Fatalf("GET /admin/status: %v %s", err, body)
+	}
+	until := st.Providers["primary"].RampUntil
+	if until == nil {
+		t.Fatalf("the primary is not ramping up after the first drill: %s", body)
+	}
+	code, rep, stderr := runDrillCmd(t, g, "--provider", "primary", "--mode", "unavailable")
+	for _, c := range rep.Checks {
+		t.Logf("%-16s %-5v %s", c.Name, c.Passed, c.Figure)
+	}
+	if code != 0 || !rep.Passed {
+		t.Errorf("the second drill exited %d, passed %v; stderr:\n%s", code, rep.Passed, stderr)
+	}
+	if !strings.Contains(stderr, "waiting") || !strings.Contains(stderr, "ramp-up") {
+		t.Errorf("stderr %q does not say that the drill waits for the ramp-up", stderr)
+	}
+	if rep.StartedAt.Before(*until) {
+		t.Errorf("the second drill started at %s, before the ramp-up's end %s", rep.StartedAt, until)
 	}
 }
 
@@ -432,17 +479,25 @@ func TestDrillCountsCachedAnswersAsDegraded(t *testing.T) {
 }
 
 // TestDrillStopsWhenTheHealthyCallsFail: a drill whose own calls are refused (an input the
-// task does not take: 400 on every call) stops after the healthy phase, says why, and never
-// injects the fault: it would judge a degradation it cannot see.
+// task does not take: 400 on every call) stops at the first refusal rather than after the
+// healthy phase's 100 calls, says why with the gateway's message, and never injects the
+// fault: it would judge a degradation it cannot see.
 func TestDrillStopsWhenTheHealthyCallsFail(t *testing.T) {
 	t.Parallel()
 	g := drillGateway(t, "")
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"drill", "--target", g.base, "--admin-token", scenarioAdmin, "--task", "triage",
 		"--provider", "primary", "--mode", "unavailable", "--requests", "5", "--rate", "50", "--input", `{"nope": 1}`}, &stdout, &stderr)
-	if code != 1 || !strings.Contains(stderr.String(), "failed before any fault (the first: 400 invalid_input") ||
+	if code != 1 || !strings.Contains(stderr.String(), "failed before any fault (the first: 400 invalid_input: ") ||
 		!strings.Contains(stderr.String(), "no fault was injected") {
-		t.Errorf("exit %d, stderr %q; want 1 and the healthy calls' failure", code, stderr.String())
+		t.Errorf("exit %d, stderr %q; want 1 and the healthy calls' failure with its message", code, stderr.String())
+	}
+	m := regexp.MustCompile(`(\d+) of (\d+) calls failed`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("stderr %q names no count of calls", stderr.String())
+	}
+	if made, _ := strconv.Atoi(m[2]); made > 20 {
+		t.Errorf("%s calls made after the first refusal; want the phase to stop there (its 100 calls take 2s)", m[2])
 	}
 	if stdout.Len() != 0 {
 		t.Errorf("a report on stdout: %s", stdout.String())
@@ -489,6 +544,11 @@ func TestDrillPartialFaultLetsTheProviderAnswer(t *testing.T) {
 		r.check(drillOptions{task: "triage", provider: "primary", fault: tc.fault}, "enrichment", slices.Clone(calls), -1, -1, -1, drillMetrics{}, drillMetrics{}, nil)
 		if c := checkOf(r, "degraded_marked"); c.Passed != tc.pass {
 			t.Errorf("fault %v: degraded_marked %v (%s); want %v", tc.fault, c.Passed, c.Figure, tc.pass)
+		}
+		// A breaker that a partial error rate left closed: the figure says why it may be so.
+		hint := strings.Contains(checkOf(r, "breaker_opened").Figure, "under the breaker's threshold")
+		if want := tc.fault["mode"] == "error_rate" && tc.fault["rate"] != 1.0; hint != want {
+			t.Errorf("fault %v: breaker_opened %q; want the threshold hint %v", tc.fault, checkOf(r, "breaker_opened").Figure, want)
 		}
 	}
 }
