@@ -69,9 +69,15 @@ func read(path string) ([]byte, string, error) {
 	return data, dir, nil
 }
 
-// Placeholder is the value OfflineEnv gives a variable the environment lacks. It is a URL so
-// that it also fits where a URL is expected (base_url, a webhook).
+// Placeholder is how the value OfflineEnv gives a variable the environment lacks begins:
+// the value is Placeholder, a slash and the variable's name, a URL so that it also fits
+// where a URL is expected (base_url, a webhook), and one of its own for each variable, so
+// that two credentials from two unset variables are not taken for one reused (two places
+// that write the same variable still share one).
 const Placeholder = "http://placeholder.invalid/afloat-offline"
+
+// placeholderOf is the value OfflineEnv gives the unset variable name.
+func placeholderOf(name string) string { return Placeholder + "/" + name }
 
 // Env is an environment for Parse that stands in for the variables the process lacks. It is
 // not safe for concurrent use.
@@ -85,7 +91,7 @@ type Env struct {
 var bareVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // OfflineEnv returns an environment for Parse of data that looks variables up with lookup
-// and gives Placeholder to one it lacks that data writes without a default. A variable
+// and gives a placeholder (see Placeholder) to one it lacks that data writes without a default. A variable
 // written only as ${NAME:-default} is left unset, so that its default applies as it would
 // in production.
 func OfflineEnv(data []byte, lookup func(string) (string, bool)) *Env {
@@ -105,7 +111,7 @@ func (e *Env) Lookup(name string) (string, bool) {
 		return "", false
 	}
 	e.used[name] = true
-	return Placeholder, true
+	return placeholderOf(name), true
 }
 
 // Placeholders returns the variables Lookup gave a placeholder, sorted.

@@ -132,6 +132,45 @@ func TestCheckOfflineSeeds(t *testing.T) {
 	t.Logf("warnings: %q", warnings)
 }
 
+// TestCheckOfflineCredentials: an offline check gives each unset variable a placeholder of
+// its own, so credentials from distinct variables pass the rule that no two credentials are
+// equal, and two that write the same variable still break it.
+func TestCheckOfflineCredentials(t *testing.T) {
+	unsetEnv(t, "AFLOAT_T_ADMIN", "AFLOAT_T_ACME", "AFLOAT_T_BETA")
+	tests := []struct {
+		name, betaKey string
+		wantErr       bool
+	}{
+		{"distinct variables", "${AFLOAT_T_BETA}", false},
+		{"one variable twice", "${AFLOAT_T_ACME}", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			config := "server: {admin_token: \"${AFLOAT_T_ADMIN}\"}\n" +
+				"tenants:\n  acme: {keys: [\"${AFLOAT_T_ACME}\"]}\n  beta: {keys: [\"" + tc.betaKey + "\"]}\n" + minimal
+			dir := writeTree(t, map[string]string{
+				"afloat.yaml":             config,
+				"triage.json":             triageSchema,
+				"prompts/primary.v1.tmpl": triagePrompt,
+				"prompts/backup.v1.tmpl":  triagePrompt,
+			})
+			_, placeholders, err := CheckOffline(filepath.Join(dir, "afloat.yaml"))
+			if !tc.wantErr {
+				if err != nil {
+					t.Fatalf("check offline: %v", err)
+				}
+				if len(placeholders) != 3 {
+					t.Errorf("placeholders %q, want the three variables", placeholders)
+				}
+				return
+			}
+			if findError(asErrors(t, err), "tenants.beta.keys[0]", "is also a key of tenant acme") == nil {
+				t.Fatalf("want tenants.beta.keys[0] reported as tenant acme's key: %v", err)
+			}
+		})
+	}
+}
+
 // TestOfflineEnv: a variable the environment has keeps its value; one written without a
 // default gets the placeholder and is named; one written only with a default keeps the
 // default.
@@ -159,7 +198,7 @@ tasks:
 	if got := env.Placeholders(); !slices.Equal(got, []string{"BASE"}) {
 		t.Errorf("placeholders %q, want [BASE]", got)
 	}
-	if p := f.Provider("backup"); p.BaseURL != Placeholder || p.APIKey != "none" {
+	if p := f.Provider("backup"); p.BaseURL != Placeholder+"/BASE" || p.APIKey != "none" {
 		t.Errorf("base_url %q, api_key %q: want the placeholder and the default", p.BaseURL, p.APIKey)
 	}
 	if f.Server.AdminToken != "" || !strings.HasSuffix(f.Task("triage").Schema, "triage.json") {
