@@ -301,6 +301,31 @@ func TestRetryBudgetFloorAndRatio(t *testing.T) {
 	}
 }
 
+// TestRetryBudgetNoRatio: a negative ratio (a file's budget_ratio: 0) allows the floor's
+// retries and no more, however many calls there were; 0 is the default 0.2.
+func TestRetryBudgetNoRatio(t *testing.T) {
+	fx := newFixture(t, nil, answer(validAnswer))
+	cfg, err := RetryConfig{BudgetRatio: -1, BudgetFloor: 2}.withDefaults()
+	if err != nil || cfg.BudgetRatio != 0 {
+		t.Fatalf("ratio %v, %v: want 0", cfg.BudgetRatio, err)
+	}
+	if def, _ := (RetryConfig{}).withDefaults(); def.BudgetRatio != 0.2 {
+		t.Fatalf("default ratio %v, want 0.2", def.BudgetRatio)
+	}
+	b := newRetryBudget(fx.clock, cfg)
+	for range 100 {
+		b.call()
+	}
+	for i := range 2 {
+		if _, ok := b.take(); !ok {
+			t.Fatalf("retry %d refused: the floor allows 2", i+1)
+		}
+	}
+	if _, ok := b.take(); ok {
+		t.Fatal("a third retry allowed at 100 calls with no ratio")
+	}
+}
+
 // TestRetryBudgetGiveReturnsItsOwn: a retry given back frees its own bucket's while the window
 // holds it, and nothing once it has left the window (not another, later retry's).
 func TestRetryBudgetGiveReturnsItsOwn(t *testing.T) {

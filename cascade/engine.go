@@ -120,7 +120,8 @@ type RetryConfig struct {
 	// Max is the number of retries of one call after a transient failure. 0 means 1; a
 	// negative value disables retries.
 	Max int
-	// BudgetRatio caps retries at this share of the calls over Window. 0 means 0.2.
+	// BudgetRatio caps retries at this share of the calls over Window. 0 means 0.2; a
+	// negative value means none (only BudgetFloor's retries).
 	BudgetRatio float64
 	// BudgetFloor is the retries always allowed over Window, whatever BudgetRatio says, so
 	// that a quiet service still retries its first transient failure (failsafe-go's budget
@@ -142,8 +143,11 @@ func (r RetryConfig) withDefaults() (RetryConfig, error) {
 	if r.Max < 0 {
 		r.Max = 0
 	}
-	if r.BudgetRatio == 0 {
+	switch {
+	case r.BudgetRatio == 0:
 		r.BudgetRatio = 0.2
+	case r.BudgetRatio < 0:
+		r.BudgetRatio = 0
 	}
 	switch {
 	case r.BudgetFloor == 0:
@@ -161,7 +165,7 @@ func (r RetryConfig) withDefaults() (RetryConfig, error) {
 		r.MaxWait = 2 * time.Second
 	}
 	switch {
-	case r.BudgetRatio < 0 || r.BudgetRatio > 1:
+	case r.BudgetRatio > 1:
 		return r, fmt.Errorf("retry budget_ratio %v is outside 0–1", r.BudgetRatio)
 	case r.Window < 0 || r.Backoff < 0 || r.MaxWait < 0:
 		return r, errors.New("retry durations must not be negative")

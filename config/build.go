@@ -509,7 +509,7 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 	pc := cascade.ProviderConfig{
 		Name: p.Name, Provider: w, Breaker: bc, Timeouts: lc, FirstToken: fc, StreamIdle: p.Timeouts.StreamIdle,
 		MaxInFlight: p.MaxInFlight, QueueWait: cmp.Or(p.QueueWait, -1), Continuation: cont, Probe: probe, System: systems[p.Type], Model: traceModel(p),
-		Retry: cascade.RetryConfig{Max: noneIsNegative(p.Retry.Max), BudgetRatio: p.Retry.BudgetRatio,
+		Retry: cascade.RetryConfig{Max: noneIsNegative(p.Retry.Max), BudgetRatio: noRatioIsNegative(p.Retry.BudgetRatio),
 			BudgetFloor: noneIsNegative(p.Retry.BudgetFloor), Window: p.Retry.Window, MaxWait: p.Retry.MaxWait},
 		Price: cascade.Price{InputPer1M: p.Price.InputPer1M, OutputPer1M: p.Price.OutputPer1M, Currency: p.Price.Currency},
 	}
@@ -559,6 +559,15 @@ func noneIsNegative(n int) int {
 		return -1
 	}
 	return n
+}
+
+// noRatioIsNegative is noneIsNegative for a ratio: the file's 0 (none) is the cascade's
+// negative.
+func noRatioIsNegative(r float64) float64 {
+	if r == 0 {
+		return -1
+	}
+	return r
 }
 
 // adapter builds the adapter of p's type. An error that belongs to one key is a *keyError.

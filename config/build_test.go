@@ -131,21 +131,24 @@ func TestBuildRegisterer(t *testing.T) {
 	}
 }
 
-// TestBuildNoneMeansNone: retry.max and reask.max of 0 mean none, which the cascade reads
-// from a negative value; left out, they take one.
+// TestBuildNoneMeansNone: retry.max, retry.budget_ratio and reask.max of 0 mean none, which
+// the cascade reads from a negative value; left out, they take their defaults.
 func TestBuildNoneMeansNone(t *testing.T) {
 	tests := []struct {
 		name      string
 		config    string
 		retryMax  int
+		ratio     float64
 		maxReasks int
 	}{
-		{"left out", minimal, 1, 1},
-		{"provider max 0", strings.Replace(minimal, "primary: {type: sim}", "primary: {type: sim, retry: {max: 0}}", 1), -1, 1},
-		{"provider max 3", strings.Replace(minimal, "primary: {type: sim}", "primary: {type: sim, retry: {max: 3}}", 1), 3, 1},
-		{"defaults max 0", "defaults: {retry: {max: 0}, reask: {max: 0}}\n" + minimal, -1, -1},
-		{"task reask 2", minimal + "    reask: {max: 2}\n", 1, 2},
-		{"task reask 0", minimal + "    reask: {max: 0}\n", 1, -1},
+		{"left out", minimal, 1, 0.2, 1},
+		{"provider max 0", strings.Replace(minimal, "primary: {type: sim}", "primary: {type: sim, retry: {max: 0}}", 1), -1, 0.2, 1},
+		{"provider max 3", strings.Replace(minimal, "primary: {type: sim}", "primary: {type: sim, retry: {max: 3}}", 1), 3, 0.2, 1},
+		{"defaults max 0", "defaults: {retry: {max: 0}, reask: {max: 0}}\n" + minimal, -1, 0.2, -1},
+		{"provider ratio 0", strings.Replace(minimal, "primary: {type: sim}", "primary: {type: sim, retry: {budget_ratio: 0}}", 1), 1, -1, 1},
+		{"defaults ratio 0.5", "defaults: {retry: {budget_ratio: 0.5}}\n" + minimal, 1, 0.5, 1},
+		{"task reask 2", minimal + "    reask: {max: 2}\n", 1, 0.2, 2},
+		{"task reask 0", minimal + "    reask: {max: 0}\n", 1, 0.2, -1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,6 +163,9 @@ func TestBuildNoneMeansNone(t *testing.T) {
 			}
 			if pc.Retry.Max != tc.retryMax {
 				t.Errorf("RetryConfig.Max %d, want %d", pc.Retry.Max, tc.retryMax)
+			}
+			if pc.Retry.BudgetRatio != tc.ratio {
+				t.Errorf("RetryConfig.BudgetRatio %v, want %v", pc.Retry.BudgetRatio, tc.ratio)
 			}
 			tc2, _ := b.taskConfig(f.Task("triage")) // the files are absent: only the numbers count
 			if tc2.MaxReasks != tc.maxReasks {

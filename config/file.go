@@ -345,8 +345,8 @@ type Retry struct {
 	// Max is the retries of one call after a transient failure; 0 means none. Absent
 	// means 1.
 	Max int `yaml:"max"`
-	// BudgetRatio caps retries at this share of calls over Window, in [0, 1]. Absent means
-	// 0.2.
+	// BudgetRatio caps retries at this share of calls over Window, in [0, 1]; 0 means none
+	// beyond BudgetFloor. Absent means 0.2.
 	BudgetRatio float64 `yaml:"budget_ratio"`
 	// BudgetFloor is the retries always allowed over Window, whatever BudgetRatio says; 0
 	// means none. Absent means 3.
