@@ -122,6 +122,11 @@ func TestParseErrors(t *testing.T) {
 			path: "defaults.retry.budget_ratio", msg: "outside [0, 1]",
 		},
 		{
+			name: "a name that reads as another's key",
+			text: strings.Replace(minimal, "  backup: {type: sim}\n", "  backup: {type: sim}\n  primary.breaker: {type: sim, breaker: {enabled: false}}   # here\n", 1),
+			path: "providers.primary.breaker", msg: `provider name "primary.breaker" reads as provider primary's key breaker`,
+		},
+		{
 			name: "negative retry budget floor",
 			text: "defaults:\n  retry: {budget_floor: -1}   # here\n" + minimal,
 			path: "defaults.retry.budget_floor", msg: "at least 0",
@@ -306,6 +311,20 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("error text %q does not name %s", e.Error(), tc.path)
 			}
 		})
+	}
+}
+
+// TestDottedNames: a dot in a name that begins none of the object's keys is no collision,
+// and each provider keeps its own keys.
+func TestDottedNames(t *testing.T) {
+	text := strings.Replace(minimal, "  backup: {type: sim}\n", "  backup: {type: sim}\n  primary.v2: {type: sim, breaker: {enabled: false}}\n", 1)
+	f, err := Parse([]byte(text), "/cfg", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Provider("primary").Breaker.Enabled || f.Provider("primary.v2").Breaker.Enabled {
+		t.Errorf("breaker enabled: primary %v, primary.v2 %v; want true and false",
+			f.Provider("primary").Breaker.Enabled, f.Provider("primary.v2").Breaker.Enabled)
 	}
 }
 

@@ -177,9 +177,12 @@ func (v *validator) validate() {
 	for _, p := range f.Providers {
 		v.provider(p)
 	}
+	distinctPaths(v, "providers", "provider", reflect.TypeFor[Provider](), f.Providers, func(p *Provider) string { return p.Name })
 	for _, t := range f.Tasks {
 		v.task(t)
 	}
+	distinctPaths(v, "tasks", "task", reflect.TypeFor[Task](), f.Tasks, func(t *Task) string { return t.Name })
+	distinctPaths(v, "routes", "route", reflect.TypeFor[Route](), f.Routes, func(r *Route) string { return r.Name })
 	names := map[string]bool{}
 	for _, t := range f.Tasks {
 		names[t.Name] = true
@@ -569,6 +572,32 @@ func validName(s string) bool {
 func (v *validator) name(path, kind, name string) {
 	if !validName(name) {
 		v.errorf(path, "invalid %s name %q (want letters, digits, '-', '_' or '.', starting with a letter or digit)", kind, name)
+	}
+}
+
+// distinctPaths refuses a name that is another's, a dot and one of the object's keys
+// ("a.breaker" beside provider a): key paths join names and keys with dots, so the one's
+// keys would be read as the other's (provider a would take "a.breaker.enabled: ..."'s
+// object for its own breaker.enabled written). A dot that begins no key ("gpt-4.1" beside
+// "gpt-4") is fine.
+func distinctPaths[T any](v *validator, section, kind string, object reflect.Type, items []T, name func(T) string) {
+	_, keys := fieldsOf(object)
+	names := map[string]bool{}
+	for _, it := range items {
+		names[name(it)] = true
+	}
+	for _, it := range items {
+		n := name(it)
+		for i := range len(n) {
+			if n[i] != '.' || !names[n[:i]] {
+				continue
+			}
+			key, _, _ := strings.Cut(n[i+1:], ".")
+			if slices.Contains(keys, key) {
+				v.errorf(section+"."+n, "%s name %q reads as %s %s's key %s in key paths: rename one of them", kind, n, kind, n[:i], key)
+				break
+			}
+		}
 	}
 }
 
