@@ -122,6 +122,11 @@ func TestParseErrors(t *testing.T) {
 			path: "defaults.retry.budget_ratio", msg: "outside [0, 1]",
 		},
 		{
+			name: "listen port out of range",
+			text: "server: {listen: \"127.0.0.1:99999\"}   # here\n" + minimal,
+			path: "server.listen", msg: `invalid port "99999"`,
+		},
+		{
 			name: "a name that reads as another's key",
 			text: strings.Replace(minimal, "  backup: {type: sim}\n", "  backup: {type: sim}\n  primary.breaker: {type: sim, breaker: {enabled: false}}   # here\n", 1),
 			path: "providers.primary.breaker", msg: `provider name "primary.breaker" reads as provider primary's key breaker`,

@@ -206,8 +206,10 @@ func (v *validator) server() {
 	if !v.written("server.listen") {
 		s.Listen = defaultListen
 	}
-	if _, _, err := net.SplitHostPort(s.Listen); err != nil {
+	if _, port, err := net.SplitHostPort(s.Listen); err != nil {
 		v.errorf("server.listen", "invalid address %q (want host:port)", s.Listen)
+	} else if _, err := net.LookupPort("tcp", port); err != nil {
+		v.errorf("server.listen", "invalid port %q in %q (want 0 to 65535)", port, s.Listen)
 	}
 	if !v.written("server.max_body") {
 		s.MaxBody = defaultMaxBody
