@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 
+	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/cascade"
 	"github.com/afloat-dev/afloat/prompt"
 )
@@ -192,10 +194,45 @@ func warnings(f *File) []string {
 			warn(path+".review_sla", "has no effect: on_exhausted is %s, not human", policy)
 		}
 	}
-	for _, r := range f.Routes {
-		if len(r.Cascade) == 1 {
-			warn("routes."+r.Name, "cascade has a single tier: when its provider fails, the route answers unavailable")
+	for _, t := range f.Tasks {
+		if t.Cache != nil && t.Cache.AllowCritical && t.Criticality != afloat.Critical {
+			warn("tasks."+t.Name+".cache.allow_critical", "has no effect: the task is not critical, and serves from its cache anyway")
 		}
+	}
+	for _, r := range f.Routes {
+		path := "routes." + r.Name
+		if len(r.Cascade) == 1 {
+			warn(path, "cascade has a single tier: when its provider fails, the route answers unavailable")
+		}
+		if r.Cache != nil && r.Cache.AllowCritical && r.Criticality != afloat.Critical {
+			warn(path+".cache.allow_critical", "has no effect: the route is not critical, and serves from its cache anyway")
+		}
+		for i, tier := range r.Cascade {
+			if p := fmt.Sprintf("%s.cascade[%d].system_mode", path, i); f.Line(p) > 0 && tier.System == "" {
+				warn(p, "has no effect without system: the client's messages go unchanged")
+			}
+		}
+	}
+	for _, p := range f.Providers {
+		if key := "providers." + p.Name + ".timeouts.connect"; p.Type == TypeSim && f.Line(key) > 0 {
+			warn(key, "has no effect on a sim provider, which makes no connection")
+		}
+	}
+	if f.State.Backend != "redis" {
+		for _, key := range []string{"state.redis", "state.on_failure"} {
+			if f.Line(key) > 0 {
+				warn(key, "is not used: state.backend is %s, not redis", f.State.Backend)
+			}
+		}
+	}
+	if o := f.Telemetry.OTLP; f.Line("telemetry.otlp.endpoint") == 0 {
+		for _, key := range []string{"protocol", "headers", "insecure"} {
+			if f.Line("telemetry.otlp."+key) > 0 {
+				warn("telemetry.otlp."+key, "has no effect without telemetry.otlp.endpoint: no traces are exported")
+			}
+		}
+	} else if o.Insecure && (o.Protocol == "http" || strings.Contains(o.Endpoint, "://")) {
+		warn("telemetry.otlp.insecure", "has no effect: the endpoint's scheme decides (http:// sends without TLS, https:// with it)")
 	}
 	if f.legacyMemory {
 		warn("state.backend", "memory is now called local (flags and faults persist in the SQLite file beside the review queue)")

@@ -134,6 +134,36 @@ func TestCheckWarnings(t *testing.T) {
 			want:   "line 3: review.postgres: is not used: review.store is sqlite",
 		},
 		{
+			name:   "redis settings of local state",
+			config: "state:\n  backend: local\n  on_failure: fail\n" + minimal,
+			want:   "line 3: state.on_failure: is not used: state.backend is local, not redis",
+		},
+		{
+			name:   "otlp settings without an endpoint",
+			config: "telemetry:\n  otlp: {protocol: grpc}\n" + minimal,
+			want:   "line 2: telemetry.otlp.protocol: has no effect without telemetry.otlp.endpoint",
+		},
+		{
+			name:   "otlp insecure over http",
+			config: "telemetry:\n  otlp: {endpoint: \"http://127.0.0.1:4318\", insecure: true}\n" + minimal,
+			want:   "telemetry.otlp.insecure: has no effect: the endpoint's scheme decides",
+		},
+		{
+			name:   "connect timeout of a sim provider",
+			config: strings.Replace(minimal, "primary: {type: sim}", "primary: {type: sim, timeouts: {connect: 1s}}", 1),
+			want:   "providers.primary.timeouts.connect: has no effect on a sim provider",
+		},
+		{
+			name:   "allow_critical on an enrichment task",
+			config: minimal + "    cache: {ttl: 1h, allow_critical: true}\n",
+			want:   "tasks.triage.cache.allow_critical: has no effect: the task is not critical",
+		},
+		{
+			name:   "system_mode without system",
+			config: minimal + "routes:\n  chat:\n    criticality: assistance\n    cascade:\n      - {provider: primary, system_mode: prepend}\n      - backup\n",
+			want:   "routes.chat.cascade[0].system_mode: has no effect without system",
+		},
+		{
 			name:   "postgres review store with local flags",
 			config: "review: {store: postgres, postgres: {url: \"postgres://localhost/afloat\"}}\n" + minimal,
 			want:   "line 1: review.store: postgres holds the review queue of the fleet, but state.backend local keeps each gateway's flags",
@@ -207,7 +237,7 @@ func TestCheckUnappliedKeys(t *testing.T) {
 	})
 	t.Run("none", func(t *testing.T) {
 		// The applied neighbours of those keys.
-		config := `state: {backend: local, on_failure: local, redis: {url: "redis://127.0.0.1:6379/0", timeout: 50ms}}
+		config := `state: {backend: local}
 drill: {max_age: 720h}
 review: {store: sqlite, sqlite: {path: queue.db}, claim_ttl: 15m, retention: 720h,
   webhook: {url: "https://hooks.example/review", secret: whsec-5e1b9c3f7a2d8e46}}
