@@ -172,6 +172,10 @@ type Result[T any] struct {
 	// RequestID is the id of the request the call served (WithRequestID: the gateway's
 	// X-Request-Id); "" outside a request, and then left out of the JSON.
 	RequestID string
+	// Replayed is set when the call's idempotency key had queued an item for human review
+	// already: the result is that first call's (its review id, its attempts), and no model was
+	// asked. It is not in the JSON (the gateway sends the header Idempotent-Replayed).
+	Replayed bool
 }
 
 // HasValue reports whether Value holds an answer: a model's (now or cached) or a

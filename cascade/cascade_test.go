@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -240,6 +241,9 @@ func (failingQueue) Enqueue(context.Context, *review.Item) (string, error) {
 func (failingQueue) Get(context.Context, string, string) (*review.Item, error) {
 	return nil, review.ErrNotFound
 }
+func (failingQueue) Queued(context.Context, *review.Item) (*review.Item, error) {
+	return nil, errors.New("disk I/O error")
+}
 
 func TestCriticalNeverFailsOpenWhenTheQueueFails(t *testing.T) {
 	fx := newFixture(t, func(c *Config) { c.Review = failingQueue{} }, failWith(503, afloat.Unavailable))
@@ -472,5 +476,50 @@ func TestInputSchemaNamesTheField(t *testing.T) {
 	}
 	if got := inputError(&afloat.ContractError{Stage: "schema", Details: []string{"at /: missing properties 'message', 'subject'"}}); got.(*InputError).Field != "message" {
 		t.Fatalf("missing property not named: %v", got)
+	}
+}
+
+// TestIdempotentRetryReplaysTheQueuedItem: a retried critical call whose key queued an item
+// gets that item back, marked replayed, without asking a model, though the provider is back
+// (a gateway restarted since holds no answer in memory); the key with another input is
+// ErrIdempotencyMismatch; a call without a key asks the model.
+func TestIdempotentRetryReplaysTheQueuedItem(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	fx := newFixture(t, func(c *Config) { c.Review = review.NewMemory(c.Clock) }, func(ctx context.Context, req *afloat.Request, n int) (*afloat.Response, error) {
+		if down.Load() {
+			return failWith(503, afloat.Unavailable)(ctx, req, n)
+		}
+		return answer(validAnswer)(ctx, req, n)
+	})
+	task := fx.task(t, func(c *TaskConfig) { c.Criticality, c.Heuristic, c.ReviewSLA = afloat.Critical, nil, 30*time.Minute })
+	keyed := WithIdempotencyKey(context.Background(), "ticket-7")
+	first, err := task.RunJSON(keyed, ticket)
+	if err != nil || first.Source != afloat.SourceHuman || first.Replayed {
+		t.Fatalf("first call: %+v, %v; want queued for review", first, err)
+	}
+	down.Store(false)
+	calls := fx.fakes["p0"].calls.Load()
+	fx.clock.Advance(time.Minute)
+	again, err := task.RunJSON(keyed, ticket)
+	switch {
+	case err != nil:
+		t.Fatalf("retry: %v", err)
+	case again.Source != afloat.SourceHuman || again.ReviewID != first.ReviewID || !again.Replayed:
+		t.Fatalf("retry: source %s, review %q, replayed %v; want the first item %s, replayed", again.Source, again.ReviewID, again.Replayed, first.ReviewID)
+	case !again.ExpectedBy.Equal(first.ExpectedBy) || again.Reason != first.Reason || len(again.Attempts) != len(first.Attempts):
+		t.Errorf("retry: expected_by %v, reason %s, %d attempts; want the first's %v, %s, %d",
+			again.ExpectedBy, again.Reason, len(again.Attempts), first.ExpectedBy, first.Reason, len(first.Attempts))
+	}
+	if n := fx.fakes["p0"].calls.Load(); n != calls {
+		t.Errorf("the retry asked the provider %d times; want none", n-calls)
+	}
+	other := afloat.Input{"subject": "другое", "message": "другой текст"}
+	if _, err := task.RunJSON(keyed, other); !errors.Is(err, review.ErrIdempotencyMismatch) {
+		t.Errorf("the key with another input: %v, want ErrIdempotencyMismatch", err)
+	}
+	fresh, err := task.RunJSON(context.Background(), ticket)
+	if err != nil || fresh.Source != afloat.SourceModel {
+		t.Errorf("a call without a key: %+v, %v; want the model's answer", fresh, err)
 	}
 }

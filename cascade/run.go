@@ -36,6 +36,9 @@ func (t *Task) runJSON(ctx context.Context, in afloat.Input) (afloat.Result[json
 	if err := t.checkInput(in); err != nil {
 		return res, err
 	}
+	if first, ok, err := t.replay(ctx, in, start); ok || err != nil {
+		return first, err
+	}
 	var log callLog
 	switch err := ctx.Err(); {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -208,12 +211,11 @@ func (t *Task) exhausted(ctx context.Context, in afloat.Input, log *callLog, sta
 }
 
 func (t *Task) enqueue(ctx context.Context, in afloat.Input, log *callLog) (string, error) {
-	input, err := json.Marshal(in)
+	item, err := t.item(ctx, in)
 	if err != nil {
-		return "", fmt.Errorf("input: %w", err)
+		return "", err
 	}
-	item := &review.Item{Task: t.name, Tenant: Tenant(ctx), Input: input, Attempts: log.attempts}
-	item.IdempotencyKey, _ = ctx.Value(idempotencyKey{}).(string)
+	item.Attempts = log.attempts
 	for _, tr := range t.tiers {
 		item.PromptVersions = append(item.PromptVersions, tr.version)
 	}
@@ -221,6 +223,55 @@ func (t *Task) enqueue(ctx context.Context, in afloat.Input, log *callLog) (stri
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueTimeout)
 	defer cancel()
 	return t.e.review.Enqueue(ctx, item)
+}
+
+// item is the review item of a call with in: its task, tenant, input and idempotency key.
+func (t *Task) item(ctx context.Context, in afloat.Input) (*review.Item, error) {
+	input, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	item := &review.Item{Task: t.name, Tenant: Tenant(ctx), Input: input}
+	item.IdempotencyKey, _ = ctx.Value(idempotencyKey{}).(string)
+	return item, nil
+}
+
+// replay answers a call of a task that queues for review, whose idempotency key queued an
+// item already, with that item, as the first call was answered, before any model is asked:
+// a retry after a restart (the gateway's replay cache is in memory) or once the providers are
+// back must not get a model's verdict while an operator judges the first call. ok is false
+// when the call has no key, no item holds it, or the store cannot answer (the call runs: its
+// enqueue meets the key too); a key the item holds with another input is
+// review.ErrIdempotencyMismatch.
+func (t *Task) replay(ctx context.Context, in afloat.Input, start time.Time) (res afloat.Result[json.RawMessage], ok bool, err error) {
+	res = afloat.Result[json.RawMessage]{Task: t.name, Tier: -1, Degraded: true, Source: afloat.SourceUnavailable}
+	if t.policy != PolicyHuman || ctx.Value(idempotencyKey{}) == nil {
+		return res, false, nil
+	}
+	item, err := t.item(ctx, in)
+	if err != nil {
+		return res, false, nil // enqueue says it
+	}
+	lctx, cancel := context.WithTimeout(ctx, enqueueTimeout)
+	defer cancel()
+	first, err := t.e.review.Queued(lctx, item)
+	switch {
+	case errors.Is(err, review.ErrIdempotencyMismatch):
+		return res, false, err
+	case errors.Is(err, review.ErrNotFound):
+		return res, false, nil
+	case err != nil:
+		t.e.log.WarnContext(ctx, "review queue cannot find an idempotency key; the call runs", "task", t.name, "err", err)
+		return res, false, nil
+	}
+	res.Source, res.ReviewID, res.ReviewSLA = afloat.SourceHuman, first.ID, t.reviewSLA
+	res.ExpectedBy = first.CreatedAt.Add(t.reviewSLA).UTC()
+	res.Attempts, res.Replayed = first.Attempts, true
+	if len(first.Attempts) > 0 {
+		res.Reason = afloat.Reason(first.Attempts[0].Outcome)
+	}
+	res.Latency = t.e.clock.Since(start)
+	return res, true, nil
 }
 
 // finish fills the envelope in from the call's log, stamps the latency and counts the call.

@@ -34,3 +34,31 @@ func TestIdempotencyKeyReusedAfterARestartIs422(t *testing.T) {
 		t.Error("a reused key was logged as a store failure")
 	}
 }
+
+// TestIdempotencyKeyReplaysTheQueuedItemAfterARestart: after a restart, with the provider
+// back, a retry of a call that was queued for review gets the first item's 202 again, with
+// Idempotent-Replayed, and no model is asked: its caller cannot get a verdict while an
+// operator judges the first call.
+func TestIdempotencyKeyReplaysTheQueuedItemAfterARestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "afloat.db")
+	e := newReviewEnv(t, func(m *telemetry.Metrics) review.Store {
+		s, err := review.OpenSQLite(context.Background(), path, review.Options{Metrics: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+	first := e.queue(clientKey, "Idempotency-Key", "order-42")
+	e.srv = e.newGW() // a restart: a new gateway over the same store
+	e.upstream.set("ok")
+	calls := e.upstream.calls.Load()
+	status, hdr, body := e.do("POST", "/v1/tasks/moderation", clientKey, modBody, "Idempotency-Key", "order-42")
+	res := decode[envelope](t, body)
+	if status != http.StatusAccepted || res.ReviewID != first || hdr.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry after a restart: %d %s (Idempotent-Replayed %q); want 202 with review %s, replayed",
+			status, body, hdr.Get("Idempotent-Replayed"), first)
+	}
+	if n := e.upstream.calls.Load() - calls; n != 0 {
+		t.Errorf("the retry asked the provider %d times; want none", n)
+	}
+}

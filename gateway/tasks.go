@@ -339,6 +339,9 @@ func (g *Gateway) runTask(w http.ResponseWriter, r *http.Request, t *cascade.Tas
 	case res.Source == afloat.SourceHuman:
 		g.logDegraded(r, t.Name(), res.Attempts)
 		res.Attempts = publicAttempts(res.Attempts)
+		if res.Replayed { // the key's item, from the review store (its first answer)
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
 		w.Header().Set("Location", "/v1/reviews/"+res.ReviewID)
 		writeJSON(w, http.StatusAccepted, humanEnvelope{Result: res, StatusURL: "/v1/reviews/" + res.ReviewID})
 	default:

@@ -123,3 +123,44 @@ func TestSQLiteMigratesKeysOfVersion1(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestStoreQueued: Queued finds the item that holds a key for the same tenant and task, with
+// the same input in any spacing; another input is ErrIdempotencyMismatch, and another key,
+// tenant or task, or no key at all, is ErrNotFound.
+func TestStoreQueued(t *testing.T) {
+	eachStore(t, func(t *testing.T, o opener) {
+		s := o.open(t, Options{})
+		ctx := context.Background()
+		keyed := func(tenant, key, input string) *Item {
+			it := modItem(tenant, "")
+			it.Input, it.IdempotencyKey = json.RawMessage(input), key
+			return it
+		}
+		first := enqueue(t, s, keyed("acme", "order-42", `{"text": "hello"}`))
+		tests := []struct {
+			name string
+			item *Item
+			want error
+		}{
+			{"the same input", keyed("acme", "order-42", `{"text":"hello"}`), nil},
+			{"another input", keyed("acme", "order-42", `{"text": "goodbye"}`), ErrIdempotencyMismatch},
+			{"another key", keyed("acme", "order-43", `{"text": "hello"}`), ErrNotFound},
+			{"another tenant", keyed("beta", "order-42", `{"text": "hello"}`), ErrNotFound},
+			{"no key", keyed("acme", "", `{"text": "hello"}`), ErrNotFound},
+		}
+		for _, tc := range tests {
+			it, err := s.Queued(ctx, tc.item)
+			switch {
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Errorf("%s: item %v, err %v; want %v", tc.name, it, err, tc.want)
+			case tc.want == nil && (err != nil || it.ID != first || it.Status != StatusPending):
+				t.Errorf("%s: item %+v, err %v; want the first item %s, pending", tc.name, it, err, first)
+			}
+		}
+		other := keyed("acme", "order-42", `{"text": "hello"}`)
+		other.Task = "triage"
+		if _, err := s.Queued(ctx, other); !errors.Is(err, ErrNotFound) {
+			t.Errorf("another task: err %v, want ErrNotFound", err)
+		}
+	})
+}

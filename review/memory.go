@@ -83,6 +83,27 @@ func (m *Memory) Enqueue(ctx context.Context, item *Item) (string, error) {
 	return cp.ID, nil
 }
 
+// Queued returns a copy of the item that holds item's idempotency key.
+func (m *Memory) Queued(ctx context.Context, item *Item) (*Item, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if item.IdempotencyKey == "" {
+		return nil, ErrNotFound
+	}
+	hash := inputHash(item.Input)
+	m.mu.Lock()
+	e, ok := m.idem[idemKey{item.Tenant, item.Task, item.IdempotencyKey}]
+	m.mu.Unlock()
+	switch {
+	case !ok:
+		return nil, ErrNotFound
+	case e.hash != hash:
+		return nil, ErrIdempotencyMismatch
+	}
+	return m.Get(ctx, item.Tenant, e.id)
+}
+
 // Get returns a copy of the item as tenant sees it.
 func (m *Memory) Get(_ context.Context, tenant, id string) (*Item, error) {
 	m.mu.Lock()

@@ -2,7 +2,6 @@ package review
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -258,10 +257,7 @@ func (r *enqueueReq) heldBy(row pgx.Row) (bool, error) {
 	case err != nil:
 		return false, err
 	}
-	if hash == "" {
-		hash = inputHash(json.RawMessage(input))
-	}
-	if r.mismatch = hash != r.hash; !r.mismatch {
+	if r.mismatch = storedHash(hash, input) != r.hash; !r.mismatch {
 		r.id = id
 	}
 	return true, nil

@@ -62,6 +62,25 @@ func (p *Postgres) Get(ctx context.Context, tenant, id string) (*Item, error) {
 	return it, nil
 }
 
+// Queued returns the item that holds item's idempotency key.
+func (p *Postgres) Queued(ctx context.Context, item *Item) (*Item, error) {
+	if item.IdempotencyKey == "" {
+		return nil, ErrNotFound
+	}
+	var id, hash, input string
+	err := p.pool.QueryRow(ctx, pgKeyHolder, item.Tenant, item.Task, item.IdempotencyKey).Scan(&id, &hash, &input)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, ErrNotFound
+	case err != nil:
+		return nil, fmt.Errorf("review: find key: %w", err)
+	}
+	if storedHash(hash, input) != inputHash(item.Input) {
+		return nil, ErrIdempotencyMismatch
+	}
+	return p.Get(ctx, item.Tenant, id)
+}
+
 // Lookup returns the item, whatever its tenant.
 func (p *Postgres) Lookup(ctx context.Context, id string) (*Item, error) {
 	it, err := pgScanItem(p.pool.QueryRow(ctx, `SELECT `+pgItemColumns+` FROM afloat_review_items WHERE id = $1`, id))

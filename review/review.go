@@ -162,6 +162,11 @@ type Queue interface {
 	Enqueue(ctx context.Context, item *Item) (string, error)
 	// Get returns the item with id as tenant sees it: another tenant's item is ErrNotFound.
 	Get(ctx context.Context, tenant, id string) (*Item, error)
+	// Queued returns the item of item's tenant and task that holds item's IdempotencyKey:
+	// ErrNotFound when none does (or item has no key), ErrIdempotencyMismatch when that
+	// item's input is not item's. A retried call finds its first call's item with it before
+	// it asks a model, across restarts too.
+	Queued(ctx context.Context, item *Item) (*Item, error)
 }
 
 // Store is a Queue that operators work: list, claim, resolve, reject. Every method returns
@@ -322,6 +327,15 @@ func NewID(now time.Time) string {
 		b[i] = alphabet[r[i-10]&31]
 	}
 	return "rv_" + string(b[:])
+}
+
+// storedHash is the input hash of a stored item: its column, or the hash of its input when
+// it was queued before the column (schema version 2).
+func storedHash(hash, input string) string {
+	if hash == "" {
+		return inputHash(json.RawMessage(input))
+	}
+	return hash
 }
 
 // inputHash is the hash an idempotency key's input is compared by: SHA-256 of the input as

@@ -188,10 +188,7 @@ func (s *SQLite) insertBatch(ctx context.Context, batch []*enqueueReq) error {
 			if err != nil {
 				return err
 			}
-			if hash == "" { // queued before schema version 2
-				hash = inputHash(json.RawMessage(input))
-			}
-			if r.mismatch = hash != r.hash; !r.mismatch {
+			if r.mismatch = storedHash(hash, input) != r.hash; !r.mismatch {
 				r.id = id
 			}
 		}

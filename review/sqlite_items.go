@@ -58,6 +58,26 @@ func (s *SQLite) Get(ctx context.Context, tenant, id string) (*Item, error) {
 	return it, nil
 }
 
+// Queued returns the item that holds item's idempotency key.
+func (s *SQLite) Queued(ctx context.Context, item *Item) (*Item, error) {
+	if item.IdempotencyKey == "" {
+		return nil, ErrNotFound
+	}
+	var id, hash, input string
+	err := s.db.QueryRowContext(ctx, `SELECT id, input_hash, input FROM items WHERE tenant = ? AND task = ? AND idem_key = ?`,
+		item.Tenant, item.Task, item.IdempotencyKey).Scan(&id, &hash, &input)
+	switch {
+	case isNoRows(err):
+		return nil, ErrNotFound
+	case err != nil:
+		return nil, fmt.Errorf("review: find key: %w", err)
+	}
+	if storedHash(hash, input) != inputHash(item.Input) {
+		return nil, ErrIdempotencyMismatch
+	}
+	return s.Get(ctx, item.Tenant, id)
+}
+
 // Lookup returns the item, whatever its tenant.
 func (s *SQLite) Lookup(ctx context.Context, id string) (*Item, error) {
 	it, err := scanItem(s.db.QueryRowContext(ctx, `SELECT `+itemColumns+` FROM items WHERE id = ?`, id))
