@@ -388,10 +388,28 @@ func (b *Breaker) Force(ctx context.Context, s State) error {
 	if !s.valid() {
 		return fmt.Errorf("breaker %q: cannot force unknown %v", b.name, s)
 	}
-	err := b.force(ctx, b.store, s)
+	return b.forceFor(ctx, s, b.s.recovery)
+}
+
+// ForceOpen opens the breaker for d instead of Config.Recovery, for an administrator who
+// takes the provider out for a known time (a vendor's maintenance window): once d has passed
+// it probes as after any opening. Otherwise it is Force(ctx, StateOpen).
+func (b *Breaker) ForceOpen(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("breaker %q: cannot be forced open for %v", b.name, d)
+	}
+	if b.s.disabled {
+		return fmt.Errorf("breaker %q: disabled, cannot be forced %v", b.name, StateOpen)
+	}
+	return b.forceFor(ctx, StateOpen, d)
+}
+
+// forceFor is Force with the open period d.
+func (b *Breaker) forceFor(ctx context.Context, s State, d time.Duration) error {
+	err := b.force(ctx, b.store, s, d)
 	if err != nil && b.store != b.local {
 		b.storeErrors.Add(1)
-		_ = b.force(ctx, b.local, s) // the local store never fails
+		_ = b.force(ctx, b.local, s, d) // the local store never fails
 	}
 	if err != nil {
 		return fmt.Errorf("breaker %q: force %v: %w", b.name, s, err)
@@ -399,7 +417,7 @@ func (b *Breaker) Force(ctx context.Context, s State) error {
 	return nil
 }
 
-func (b *Breaker) force(ctx context.Context, st Store, s State) error {
+func (b *Breaker) force(ctx context.Context, st Store, s State, open time.Duration) error {
 	rec, err := st.Load(ctx, b.name)
 	if err != nil {
 		return err
@@ -411,7 +429,7 @@ func (b *Breaker) force(ctx context.Context, st Store, s State) error {
 		case StateClosed:
 			next.Recovery, next.Kind = 0, 0
 		case StateOpen:
-			next.Until = now.Add(b.s.recovery)
+			next.Until = now.Add(open)
 		}
 		cur, swapped, err := b.swap(ctx, st, rec, next, true)
 		if err != nil || swapped {

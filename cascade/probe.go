@@ -113,10 +113,12 @@ func (p *prober) notify(ev breaker.Event) {
 	if p == nil {
 		return
 	}
-	switch ev.To {
-	case breaker.StateOpen:
+	switch {
+	case ev.To == breaker.StateOpen && ev.Forced:
+		p.arm(ev.Until) // an administrator's opening holds its whole period: no probe ends it early
+	case ev.To == breaker.StateOpen:
 		p.arm(p.next(ev.Until))
-	case breaker.StateClosed:
+	case ev.To == breaker.StateClosed:
 		p.mu.Lock()
 		p.disarm()
 		p.mu.Unlock()

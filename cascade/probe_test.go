@@ -237,6 +237,31 @@ func TestGoodModelsProbeLetsTheNextCallDecide(t *testing.T) {
 	})
 }
 
+// TestForcedOpeningHoldsItsPeriod: a breaker an administrator forced open for two hours is
+// not probed before they end, though a background probe comes at least every maxProbeGap
+// after an opening by failures: no good probe ends the maintenance window early.
+func TestForcedOpeningHoldsItsPeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ok := func(context.Context, int) error { return nil }
+		pf := newProbeFixture(t, ProbeModels, []func(context.Context, int) error{ok}, nil, answer(validAnswer))
+		p0 := pf.probed["p0"]
+		if err := pf.eng.Breaker("p0").ForceOpen(context.Background(), 2*time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		pf.advance(2*time.Hour - time.Nanosecond)
+		if n := len(p0.probes(pf.t0)); n != 0 || pf.state("p0") != breaker.StateOpen {
+			t.Fatalf("before the two hours ended: %d probes, breaker %v; want none, open", n, pf.state("p0"))
+		}
+		pf.advance(time.Nanosecond)
+		if got, want := p0.probes(pf.t0), durations(7200); !equalDurations(got, want) {
+			t.Fatalf("probes at %v, want %v", got, want)
+		}
+		if st := pf.state("p0"); st != breaker.StateHalfOpen {
+			t.Fatalf("after the good probe the breaker is %v, want half-open", st)
+		}
+	})
+}
+
 // TestBackgroundProbeFailureReopens: a failed probe reopens the breaker for the grown period
 // (15s, then 22.5s), and the next probe comes when that ends; the good one at +47.5s leaves it
 // half-open for the next call.

@@ -529,6 +529,8 @@ func (g *Gateway) putBreaker(w http.ResponseWriter, r *http.Request) {
 	}
 	var body struct {
 		State string `json:"state"`
+		// For is how long a forced opening holds ("2h"); absent means breaker.recovery.
+		For string `json:"for"`
 	}
 	if !decodeStrict(w, r, &body) {
 		return
@@ -538,14 +540,37 @@ func (g *Gateway) putBreaker(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, _ := breaker.ParseState(body.State)
-	if err := br.Force(r.Context(), st); err != nil {
+	var err error
+	switch {
+	case body.For == "":
+		err = br.Force(r.Context(), st)
+	case st != breaker.StateOpen:
+		writeError(w, http.StatusBadRequest, "invalid_state", `"for" goes with "state": "open" only`)
+		return
+	default:
+		d, perr := time.ParseDuration(body.For)
+		if perr != nil || d <= 0 || d > maxForcedOpen {
+			writeError(w, http.StatusBadRequest, "invalid_state", fmt.Sprintf("for %q: want a duration above 0 and at most %v (\"2h\")", body.For, maxForcedOpen))
+			return
+		}
+		err = br.ForceOpen(r.Context(), d)
+	}
+	if err != nil {
 		writeError(w, http.StatusConflict, "breaker_not_forced", err.Error())
 		return
 	}
-	g.log.InfoContext(r.Context(), "breaker forced", "provider", name, "state", body.State)
+	g.log.InfoContext(r.Context(), "breaker forced", "provider", name, "state", body.State, "for", body.For)
 	snap := br.Snapshot(r.Context())
-	writeJSON(w, http.StatusOK, map[string]any{"provider": name, "breaker": snap.State.String(), "since": snap.Since.UTC()})
+	out := map[string]any{"provider": name, "breaker": snap.State.String(), "since": snap.Since.UTC()}
+	if snap.State == breaker.StateOpen && !snap.Until.IsZero() {
+		out["until"] = snap.Until.UTC() // then it probes, as after any opening
+	}
+	writeJSON(w, http.StatusOK, out)
 }
+
+// maxForcedOpen bounds a forced opening's "for": a provider left out for longer is a config
+// change (take it out of the cascades), not a breaker's state.
+const maxForcedOpen = 7 * 24 * time.Hour
 
 func (g *Gateway) putFault(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("provider")

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/afloat-dev/afloat"
 	"github.com/afloat-dev/afloat/flags"
@@ -258,6 +259,24 @@ func TestAdminAPI(t *testing.T) {
 	}
 	if status, _, _ := e.do("PUT", "/admin/breakers/primary", adminToken, `{"state": "ajar"}`); status != 400 {
 		t.Fatal("bad state accepted")
+	}
+	// "for" holds a forced opening for that long, and the answer says until when.
+	status, _, body = e.do("PUT", "/admin/breakers/primary", adminToken, `{"state": "open", "for": "2h"}`)
+	var forced struct {
+		Breaker string    `json:"breaker"`
+		Since   time.Time `json:"since"`
+		Until   time.Time `json:"until"`
+	}
+	if err := json.Unmarshal(body, &forced); status != 200 || err != nil || forced.Breaker != "open" || forced.Until.Sub(forced.Since) != 2*time.Hour {
+		t.Fatalf("force open for 2h: %d %s", status, body)
+	}
+	for _, bad := range []string{`{"state": "open", "for": "0s"}`, `{"state": "open", "for": "9000h"}`, `{"state": "open", "for": "soon"}`, `{"state": "closed", "for": "1h"}`} {
+		if status, _, body := e.do("PUT", "/admin/breakers/primary", adminToken, bad); status != 400 {
+			t.Errorf("%s: %d %s, want 400", bad, status, body)
+		}
+	}
+	if status, _, _ := e.do("PUT", "/admin/breakers/primary", adminToken, `{"state": "closed"}`); status != 200 {
+		t.Fatal("force closed")
 	}
 	if status, _, _ := e.do("PUT", "/admin/breakers/nope", adminToken, `{"state": "open"}`); status != 404 {
 		t.Fatal("unknown provider accepted")
