@@ -282,8 +282,8 @@ func TestReviewAuth(t *testing.T) {
 	}{
 		{"no token", "GET", "/admin/reviews", "", nil, 401, "unauthorized"},
 		{"a client key", "GET", "/admin/reviews", clientKey, nil, 401, "unauthorized"},
-		{"an operator outside the review API", "GET", "/admin/status", aliceToken, nil, 401, "unauthorized"},
-		{"an operator's flags", "PUT", "/admin/flags", aliceToken, nil, 401, "unauthorized"},
+		{"an operator outside the review API", "GET", "/admin/status", aliceToken, nil, 403, "forbidden"},
+		{"an operator's flags", "PUT", "/admin/flags", aliceToken, nil, 403, "forbidden"},
 		{"admin reads without naming anyone", "GET", "/admin/reviews", adminToken, nil, 200, ""},
 		{"admin writes without naming anyone", "POST", "/admin/reviews/" + other + "/claim", adminToken, nil, 200, ""},
 		{"admin names a malformed operator", "POST", "/admin/reviews/" + id + "/claim", adminToken, []string{OperatorHeader, "carol smith"}, 400, "invalid_operator"},

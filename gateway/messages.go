@@ -700,7 +700,11 @@ func anthropicErrorBody(typ, msg, requestID string) map[string]any {
 
 // writeAnthropicError writes an error in Anthropic's shape.
 func writeAnthropicError(w http.ResponseWriter, r *http.Request, status int, typ, msg string) {
-	writeJSON(w, status, anthropicErrorBody(typ, msg, afloat.RequestID(r.Context())))
+	id := afloat.RequestID(r.Context())
+	if id != "" { // also where no handler of /v1/messages ran (a 405), as anthropicRequestID does
+		w.Header().Set("Request-Id", id)
+	}
+	writeJSON(w, status, anthropicErrorBody(typ, msg, id))
 }
 
 // anthropicPath reports whether path belongs to the Anthropic-compatible API, whose every

@@ -478,8 +478,8 @@ func TestMessagesErrors(t *testing.T) {
 			if eb.Type != "error" || eb.Error.Type != tt.typ || !strings.Contains(eb.Error.Message, tt.message) {
 				t.Fatalf("body %s, want type %s saying %q", body, tt.typ, tt.message)
 			}
-			if eb.RequestID == "" || eb.RequestID != h.Get(RequestIDHeader) {
-				t.Errorf("request_id %q, X-Request-Id %q", eb.RequestID, h.Get(RequestIDHeader))
+			if eb.RequestID == "" || eb.RequestID != h.Get(RequestIDHeader) || h.Get("Request-Id") != eb.RequestID {
+				t.Errorf("request_id %q, X-Request-Id %q, Request-Id %q", eb.RequestID, h.Get(RequestIDHeader), h.Get("Request-Id"))
 			}
 		})
 	}

@@ -217,7 +217,7 @@ func New(cfg Config) (*Gateway, error) {
 		"/v1/tasks/{task}": "POST", "/v1/chat/completions": "POST", "/v1/messages": "POST", "/v1/reviews/{id}": "GET",
 		"/v1/models": "GET", "/v1/models/{model}": "GET",
 		"/admin/status": "GET", "/admin/flags": "GET, PUT, PATCH", "/admin/breakers/{provider}": "PUT",
-		"/admin/faults/{provider}": "PUT, DELETE", "/admin/reload": "POST", "/admin/canaries": "GET", "/admin/canaries/{task}": "PUT", "/metrics": "GET", "/healthz": "GET", "/readyz": "GET",
+		"/admin/faults/{provider}": "PUT, DELETE", "/admin/drills": "POST", "/admin/reload": "POST", "/admin/canaries": "GET", "/admin/canaries/{task}": "PUT", "/metrics": "GET", "/healthz": "GET", "/readyz": "GET",
 		"/admin/reviews": "GET", "/admin/reviews/{id}": "GET", "/admin/reviews/{id}/claim": "POST",
 		"/admin/reviews/{id}/resolve": "POST", "/admin/reviews/{id}/reject": "POST", "/admin/reviews/{id}/release": "POST",
 	} {
@@ -318,6 +318,11 @@ func (g *Gateway) admin(next http.Handler) http.Handler {
 		}
 		got, ok := bearer(r)
 		if !ok || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
+			if name, _, op := g.whoIs([]byte(got), nil); ok && op {
+				// A known operator: who they are is not in doubt, what they may open is.
+				writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("operator %s may use the review queue only: this endpoint takes the admin token", name))
+				return
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="afloat-admin"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong admin token")
 			return

@@ -335,6 +335,9 @@ func TestWrongMethodIs405AndHugeBudgetIs400(t *testing.T) {
 	if status, _, _ := e.do("DELETE", "/admin/flags", adminToken, ""); status != 405 {
 		t.Fatalf("DELETE flags: %d", status)
 	}
+	if status, hdr, _ := e.do("GET", "/admin/drills", adminToken, ""); status != 405 || hdr.Get("Allow") != "POST" {
+		t.Fatalf("GET drills: %d Allow %q, want 405 POST", status, hdr.Get("Allow"))
+	}
 	if status, _, body := e.do("POST", "/v1/tasks/triage", clientKey, `{"input": {"message": "x"}, "budget_ms": 9300000000000}`); status != 400 || !strings.Contains(string(body), "budget_ms") {
 		t.Fatalf("huge budget: %d %s", status, body)
 	}
