@@ -1,6 +1,9 @@
 package afloat
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // Roles of a message, as the canonical form names them. Adapters map them to their provider's
 // words (Yandex "text", GigaChat "function", Anthropic content blocks).
@@ -105,6 +108,24 @@ func (u Usage) Add(v Usage) Usage {
 		u.Currency = MixedCurrency
 	}
 	return u
+}
+
+// MarshalJSON writes the cost rounded by RoundCost: a sum of prices per token carries binary
+// noise (0.000015200000000000002) that no reader of an envelope wants.
+func (u Usage) MarshalJSON() ([]byte, error) {
+	type plain Usage
+	u.Cost = RoundCost(u.Cost)
+	return json.Marshal(plain(u))
+}
+
+// RoundCost rounds a cost to 12 significant digits, past which a float64 sum of prices is
+// noise.
+func RoundCost(c float64) float64 {
+	rounded, err := strconv.ParseFloat(strconv.FormatFloat(c, 'g', 12, 64), 64)
+	if err != nil { // not reached: FormatFloat writes what ParseFloat reads
+		return c
+	}
+	return rounded
 }
 
 // Response is a provider's answer in canonical form.

@@ -134,3 +134,15 @@ func TestProviderErrorTextHasNoSecrets(t *testing.T) {
 		t.Fatalf("error text %q", got)
 	}
 }
+
+// TestUsageJSONRoundsTheCost: a sum of per-token prices is written without its binary noise.
+func TestUsageJSONRoundsTheCost(t *testing.T) {
+	u := Usage{Cost: 0.1}.Add(Usage{Cost: 0.2, Currency: "USD"}) // 0.30000000000000004 in float64
+	b, err := json.Marshal(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"input_tokens":0,"output_tokens":0,"cost":0.3,"currency":"USD"}`; string(b) != want {
+		t.Errorf("JSON %s, want %s", b, want)
+	}
+}

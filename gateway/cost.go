@@ -27,14 +27,9 @@ func setCost(h http.Header, u afloat.Usage) {
 	}
 }
 
-// formatCost writes a cost in plain decimals, rounded to 12 significant digits: a sum of
-// prices per token carries binary noise (0.000019200000000000003) no reader wants.
+// formatCost writes a cost in plain decimals, rounded as the envelope's (afloat.RoundCost).
 func formatCost(c float64) string {
-	rounded, err := strconv.ParseFloat(strconv.FormatFloat(c, 'g', 12, 64), 64)
-	if err != nil { // not reached: FormatFloat writes what ParseFloat reads
-		rounded = c
-	}
-	return strconv.FormatFloat(rounded, 'f', -1, 64)
+	return strconv.FormatFloat(afloat.RoundCost(c), 'f', -1, 64)
 }
 
 // costTrailers declares the cost headers as trailers of a streamed answer; setCost after

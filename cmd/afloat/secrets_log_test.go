@@ -148,7 +148,7 @@ routes:
 	call("PUT", "/admin/breakers/primary", leakAdmin, `{"state": "closed"}`, 200)
 	// Credentials where they do not belong, and wrong ones.
 	call("GET", "/admin/status", leakTenant, "", 401)
-	call("GET", "/admin/status", leakOperator, "", 401)
+	call("GET", "/admin/status", leakOperator, "", 403)
 	call("POST", "/v1/tasks/triage", leakAdmin, triageBody, 401)
 	call("POST", "/v1/tasks/triage", leakTenant+"x", triageBody, 401)
 	call("POST", "/admin/reviews/"+queued.ReviewID+"/claim", leakTenant, "", 401)
