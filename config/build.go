@@ -192,6 +192,21 @@ func (b *builder) errorf(path, format string, args ...any) {
 	b.errs = append(b.errs, &Error{Path: path, Line: b.line(path), Msg: fmt.Sprintf(format, args...)})
 }
 
+// providerErrorf reports msg at provider p's key, or at defaults' when p writes nothing
+// under the key's section (breaker, timeouts): the values that fail came from defaults, and
+// are reported there once (Errors.sorted drops the other providers' equal errors).
+func (b *builder) providerErrorf(p *Provider, key, msg string) {
+	section, _, _ := strings.Cut(key, ".")
+	own := "providers." + p.Name + "." + section
+	for path := range b.f.lines {
+		if path == own || strings.HasPrefix(path, own+".") {
+			b.errorf("providers."+p.Name+"."+key, "%s", msg)
+			return
+		}
+	}
+	b.errorf("defaults."+key, "%s", msg)
+}
+
 func (b *builder) line(path string) int {
 	v := validator{f: b.f}
 	return v.line(path)
@@ -484,7 +499,7 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 		bc.Store = b.rt.redis.Breakers()
 	}
 	if _, err := breaker.New(p.Name, bc); err != nil {
-		b.errorf(path+".breaker", "%v", err)
+		b.providerErrorf(p, "breaker", strings.TrimPrefix(err.Error(), fmt.Sprintf("breaker %q: ", p.Name)))
 		bc = breaker.Config{Clock: b.clock}
 	}
 	lc := latency.Config{
@@ -492,7 +507,7 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 		Max: p.Timeouts.Max, Initial: p.Timeouts.Initial, MinSamples: p.Timeouts.MinSamples,
 	}
 	if _, err := latency.NewEstimator(lc); err != nil {
-		b.errorf(path+".timeouts", "%v", strings.TrimPrefix(err.Error(), "latency: "))
+		b.providerErrorf(p, "timeouts", strings.TrimPrefix(err.Error(), "latency: "))
 		lc = latency.Config{}
 	}
 	ft := p.Timeouts.FirstToken
@@ -502,7 +517,7 @@ func (b *builder) provider(p *Provider) (cascade.ProviderConfig, bool) {
 		MinSamples: cmp.Or(ft.MinSamples, lc.MinSamples),
 	}
 	if _, err := latency.NewEstimator(fc); err != nil {
-		b.errorf(path+".timeouts.first_token", "%v", strings.TrimPrefix(err.Error(), "latency: "))
+		b.providerErrorf(p, "timeouts.first_token", strings.TrimPrefix(err.Error(), "latency: "))
 		fc = lc
 	}
 	cont, probe := b.capabilities(path, p, adapter)

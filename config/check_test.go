@@ -302,3 +302,31 @@ func TestCheckReportsFileErrorsOfAnInvalidTask(t *testing.T) {
 		t.Fatalf("errors at %v, want both the criticality and the missing prompt", paths)
 	}
 }
+
+// TestDefaultsErrorsOnce: a bad value under defaults, which every provider inherits, is
+// reported once, where defaults writes it, not again on each provider's line; a provider
+// whose own section fails is reported at its own key.
+func TestDefaultsErrorsOnce(t *testing.T) {
+	config := "defaults:\n  breaker: {failure_rate: 2}   # here\n  timeouts: {min: 5s, max: 1s}\n" +
+		strings.Replace(minimal, "backup: {type: sim}", "backup: {type: sim, timeouts: {min: 3s, max: 2s}}", 1)
+	dir := writeTree(t, map[string]string{
+		"afloat.yaml": config, "triage.json": triageSchema,
+		"prompts/primary.v1.tmpl": triagePrompt, "prompts/backup.v1.tmpl": triagePrompt,
+	})
+	_, err := Check(filepath.Join(dir, "afloat.yaml"))
+	errs := asErrors(t, err)
+	var paths []string
+	for _, e := range errs {
+		paths = append(paths, e.Path)
+	}
+	want := []string{"defaults.breaker.failure_rate", "defaults.timeouts", "providers.backup.timeouts"}
+	if !slices.Equal(paths, want) {
+		t.Fatalf("errors at %q, want %q:\n%v", paths, want, err)
+	}
+	if line := markedLine(t, config); errs[0].Line != line || errs[1].Line != line+1 {
+		t.Errorf("lines %d and %d, want %d and %d", errs[0].Line, errs[1].Line, line, line+1)
+	}
+	if !strings.Contains(errs[2].Msg, "min 3s exceeds max 2s") {
+		t.Errorf("backup's error %q, want its own values", errs[2].Msg)
+	}
+}

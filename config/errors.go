@@ -63,6 +63,24 @@ func (es Errors) err() error {
 // sorted orders es by line, keeping the order of errors on one line; errors without a line
 // go last.
 func (es Errors) sorted() Errors {
+	// One value every provider inherits from defaults fails each provider's build alike: it is
+	// said once, and not at all where an error of the file's checks says it more closely
+	// (defaults.breaker.failure_rate beside the build's defaults.breaker).
+	all := slices.Clone(es)
+	es = slices.DeleteFunc(es, func(e *Error) bool {
+		earlier := true
+		for _, o := range all {
+			switch {
+			case o == e:
+				earlier = false
+			case earlier && o.Path == e.Path && o.Msg == e.Msg: // the first of equal errors stays
+				return true
+			case strings.HasPrefix(e.Path, "defaults.") && strings.HasPrefix(o.Path, e.Path+"."):
+				return true
+			}
+		}
+		return false
+	})
 	slices.SortStableFunc(es, func(a, b *Error) int {
 		la, lb := a.Line, b.Line
 		if la == 0 {
