@@ -78,6 +78,9 @@ func viewFault(f *fault.Provider) *faultView {
 type latencyState struct {
 	P95MS         *int64 `json:"p95_ms"`
 	ReadTimeoutMS int64  `json:"read_timeout_ms"`
+	// FirstToken is a route's streamed calls' estimate, of the time to the first chunk;
+	// absent on a task, which does not stream, and on a route before a stream was made.
+	FirstToken *latencyState `json:"first_token,omitempty"`
 }
 
 type taskStatus struct {
@@ -224,6 +227,17 @@ func (g *Gateway) statusOf(ctx context.Context) statusDoc {
 		if p, ok := est.Percentile(); ok {
 			ms := p.Milliseconds()
 			ls.P95MS = &ms
+		}
+		// A route's first-token estimate (scope "ROUTE/stream") goes under the route's own,
+		// so that every key of "tasks" names a task or route.
+		if route, ok := strings.CutSuffix(task, "/stream"); ok {
+			own := ps.Tasks[route]
+			own.FirstToken = &ls
+			ps.Tasks[route] = own
+			return
+		}
+		if prev, ok := ps.Tasks[task]; ok {
+			ls.FirstToken = prev.FirstToken // the stream's came first
 		}
 		ps.Tasks[task] = ls
 	})

@@ -349,3 +349,31 @@ func TestChatLogsFailedAttempts(t *testing.T) {
 		t.Errorf("no failed attempt logged:\n%s", logs)
 	}
 }
+
+// TestStatusNamesRoutesOnly: a route's first-token estimate shows under the route in
+// /admin/status, so that every key of a provider's "tasks" is a task's or route's name.
+func TestStatusNamesRoutesOnly(t *testing.T) {
+	e := newEnv(t)
+	if status, _, body := e.do("POST", "/v1/chat/completions", clientKey, streamBody); status != 200 {
+		t.Fatalf("stream: %d %s", status, body)
+	}
+	type status struct {
+		Providers map[string]struct {
+			Tasks map[string]latencyState `json:"tasks"`
+		} `json:"providers"`
+	}
+	doc := decode[status](t, must(e.do("GET", "/admin/status", adminToken, "")))
+	tasks := doc.Providers["primary"].Tasks
+	for name := range tasks {
+		if strings.Contains(name, "/") {
+			t.Errorf("key %q in primary's tasks: %v", name, tasks)
+		}
+	}
+	route, ok := tasks["support-agent"]
+	if !ok || route.ReadTimeoutMS == 0 || route.FirstToken == nil || route.FirstToken.ReadTimeoutMS == 0 {
+		t.Errorf("support-agent: %+v (first token %+v); want both read timeouts", route, route.FirstToken)
+	}
+	if tr, ok := tasks["triage"]; !ok || tr.FirstToken != nil {
+		t.Errorf("triage: %+v; want a task's estimate without first_token", tr)
+	}
+}
