@@ -133,7 +133,7 @@ type reloads struct {
 type lastReload struct {
 	At     time.Time `json:"at"`
 	OK     bool      `json:"ok"`
-	Errors []string  `json:"errors,omitempty"`
+	Errors []string  `json:"errors"` // [] after a reload that worked
 }
 
 // configStatus is "config" in /admin/status.
@@ -153,7 +153,7 @@ func (r *reloads) done(at time.Time, version string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.version, r.loadedAt = version, at.UTC()
-	r.last = &lastReload{At: at.UTC(), OK: true}
+	r.last = &lastReload{At: at.UTC(), OK: true, Errors: []string{}}
 }
 
 func (r *reloads) failed(at time.Time, problems []string) {

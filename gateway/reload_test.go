@@ -106,7 +106,7 @@ func TestReloadEndpoint(t *testing.T) {
 		t.Fatalf("a task the reload removed: %d", status)
 	}
 	_, _, body = e.do("GET", "/admin/status", adminToken, "")
-	if st := decode[reloadStatus](t, body); st.Config.Version != "v2" || st.Config.LastReload == nil || !st.Config.LastReload.OK {
+	if st := decode[reloadStatus](t, body); st.Config.Version != "v2" || st.Config.LastReload == nil || !st.Config.LastReload.OK || st.Config.LastReload.Errors == nil {
 		t.Fatalf("status after the reload: %s", body)
 	}
 	if e.gw.served().engine.Breaker("primary") != e.engine.Breaker("primary") {
