@@ -58,7 +58,7 @@ func viewFault(f *fault.Provider) *faultView {
 	if st.Fault.Mode == fault.ModeNone {
 		return nil
 	}
-	ft := st.Fault
+	ft := st.Fault.Effective()
 	v := &faultView{Mode: ft.Mode, Status: ft.Status, AfterChunks: ft.AfterChunks, Rate: ft.Rate, ExpiresAt: timePtr(st.ExpiresAt)}
 	for _, d := range []struct {
 		d   time.Duration

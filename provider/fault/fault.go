@@ -2,6 +2,7 @@ package fault
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,6 +102,28 @@ const (
 	defaultDown        = 10 * time.Second
 	defaultUp          = 10 * time.Second
 )
+
+// Effective returns f with the defaults filled in of the fields its mode takes (a status of
+// 503, a delay of 5s…): the fault as it runs, which the admin API shows.
+func (f Fault) Effective() Fault {
+	for _, field := range takes(f.Mode) {
+		switch field {
+		case "status":
+			f.Status = cmp.Or(f.Status, defaultStatus)
+		case "delay":
+			f.Delay = cmp.Or(f.Delay, defaultDelay)
+		case "retry_after":
+			f.RetryAfter = cmp.Or(f.RetryAfter, defaultRetryAfter)
+		case "after_chunks":
+			f.AfterChunks = cmp.Or(f.AfterChunks, defaultAfterChunks)
+		case "down":
+			f.Down = cmp.Or(f.Down, defaultDown)
+		case "up":
+			f.Up = cmp.Or(f.Up, defaultUp)
+		}
+	}
+	return f
+}
 
 // ErrInjected is wrapped by every failure a fault makes, so that logs and tests can tell a
 // drill from an outage.

@@ -148,3 +148,25 @@ func TestStreamOfNonStreamingProvider(t *testing.T) {
 		t.Fatalf("stream under fault: %v", err)
 	}
 }
+
+// TestEffectiveFillsTheModesDefaults: the fault as it runs carries the defaults of the fields
+// its mode takes, and no field it does not take.
+func TestEffectiveFillsTheModesDefaults(t *testing.T) {
+	tests := []struct {
+		in, want Fault
+	}{
+		{Fault{Mode: ModeUnavailable}, Fault{Mode: ModeUnavailable, Status: 503}},
+		{Fault{Mode: ModeUnavailable, Status: 429, TTL: time.Minute}, Fault{Mode: ModeUnavailable, Status: 429, TTL: time.Minute}},
+		{Fault{Mode: ModeSlow}, Fault{Mode: ModeSlow, Delay: 5 * time.Second}},
+		{Fault{Mode: ModeRateLimited}, Fault{Mode: ModeRateLimited, RetryAfter: 30 * time.Second}},
+		{Fault{Mode: ModeStreamCut}, Fault{Mode: ModeStreamCut, AfterChunks: 3}},
+		{Fault{Mode: ModeFlap, Up: time.Second}, Fault{Mode: ModeFlap, Status: 503, Down: 10 * time.Second, Up: time.Second}},
+		{Fault{Mode: ModeErrorRate, Rate: 0.5}, Fault{Mode: ModeErrorRate, Status: 503, Rate: 0.5}},
+		{Fault{Mode: ModeTimeout}, Fault{Mode: ModeTimeout}},
+	}
+	for _, tc := range tests {
+		if got := tc.in.Effective(); got != tc.want {
+			t.Errorf("%+v: %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+}
