@@ -661,6 +661,8 @@ func (b *builder) task(t *Task) bool {
 		path := "tasks." + t.Name
 		if rest, ok := strings.CutPrefix(msg, "canary: "); ok {
 			path, msg = path+".canary", rest // on the canary's line
+		} else if rest, ok := strings.CutPrefix(msg, "schema "+t.Name+": "); ok {
+			path, msg = path+".schema", t.Schema+": "+rest // on the schema's line, naming its file
 		}
 		b.errorf(path, "%s", msg)
 		return false

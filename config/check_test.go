@@ -330,3 +330,17 @@ func TestDefaultsErrorsOnce(t *testing.T) {
 		t.Errorf("backup's error %q, want its own values", errs[2].Msg)
 	}
 }
+
+// TestSchemaErrorAtItsKey: a schema file that is not JSON is reported at the task's schema
+// key, naming the file.
+func TestSchemaErrorAtItsKey(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"afloat.yaml": minimal, "triage.json": `{"type": "object",`,
+		"prompts/primary.v1.tmpl": triagePrompt, "prompts/backup.v1.tmpl": triagePrompt,
+	})
+	_, err := Check(filepath.Join(dir, "afloat.yaml"))
+	e := findError(asErrors(t, err), "tasks.triage.schema", "triage.json: ")
+	if e == nil || e.Line != 8 { // minimal's schema: line
+		t.Fatalf("want an error at tasks.triage.schema, line 8, naming triage.json: %v", err)
+	}
+}
