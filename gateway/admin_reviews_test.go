@@ -102,6 +102,18 @@ func newReviewEnv(t *testing.T, open func(m *telemetry.Metrics) review.Store, op
 	return re
 }
 
+// sqliteAt opens the review store of a reviewEnv on the SQLite file at path, which a second
+// gateway (a restart) opens again.
+func sqliteAt(t *testing.T, path string) func(m *telemetry.Metrics) review.Store {
+	return func(m *telemetry.Metrics) review.Store {
+		s, err := review.OpenSQLite(context.Background(), path, review.Options{Metrics: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
 func memoryStore(m *telemetry.Metrics) review.Store {
 	return review.NewMemoryWith(review.Options{Metrics: m})
 }
@@ -412,13 +424,7 @@ func TestOperatorsConfigRefused(t *testing.T) {
 // the retried call with the first review.
 func TestIdempotencyKeyFindsTheSameReviewAfterARestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "afloat.db")
-	e := newReviewEnv(t, func(m *telemetry.Metrics) review.Store {
-		s, err := review.OpenSQLite(context.Background(), path, review.Options{Metrics: m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	e := newReviewEnv(t, sqliteAt(t, path))
 	first := e.queue(clientKey, "Idempotency-Key", "order-42")
 	e.srv = e.newGW()
 	if again := e.queue(clientKey, "Idempotency-Key", "order-42"); again != first {

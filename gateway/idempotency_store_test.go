@@ -1,14 +1,10 @@
 package gateway
 
 import (
-	"context"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/afloat-dev/afloat/review"
-	"github.com/afloat-dev/afloat/telemetry"
 )
 
 // TestIdempotencyKeyReusedAfterARestartIs422: after a restart the gateway's memory of keys is
@@ -16,13 +12,7 @@ import (
 // gateway's own cache answers — never the first item's review id.
 func TestIdempotencyKeyReusedAfterARestartIs422(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "afloat.db")
-	e := newReviewEnv(t, func(m *telemetry.Metrics) review.Store {
-		s, err := review.OpenSQLite(context.Background(), path, review.Options{Metrics: m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	e := newReviewEnv(t, sqliteAt(t, path))
 	e.queue(clientKey, "Idempotency-Key", "order-42")
 	e.srv = e.newGW() // a restart: a new gateway over the same store
 	const other = `{"input": {"message": "another message"}}`
@@ -41,13 +31,7 @@ func TestIdempotencyKeyReusedAfterARestartIs422(t *testing.T) {
 // operator judges the first call.
 func TestIdempotencyKeyReplaysTheQueuedItemAfterARestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "afloat.db")
-	e := newReviewEnv(t, func(m *telemetry.Metrics) review.Store {
-		s, err := review.OpenSQLite(context.Background(), path, review.Options{Metrics: m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	e := newReviewEnv(t, sqliteAt(t, path))
 	first := e.queue(clientKey, "Idempotency-Key", "order-42")
 	e.srv = e.newGW() // a restart: a new gateway over the same store
 	e.upstream.set("ok")
