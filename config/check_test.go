@@ -305,10 +305,11 @@ func TestCheckReportsFileErrorsOfAnInvalidTask(t *testing.T) {
 
 // TestDefaultsErrorsOnce: a bad value under defaults, which every provider inherits, is
 // reported once, where defaults writes it, not again on each provider's line; a provider
-// whose own section fails is reported at its own key.
+// whose own section fails is reported at its own key; a bad alert once, at its key.
 func TestDefaultsErrorsOnce(t *testing.T) {
 	config := "defaults:\n  breaker: {failure_rate: 2}   # here\n  timeouts: {min: 5s, max: 1s}\n" +
-		strings.Replace(minimal, "backup: {type: sim}", "backup: {type: sim, timeouts: {min: 3s, max: 2s}}", 1)
+		strings.Replace(minimal, "backup: {type: sim}", "backup: {type: sim, timeouts: {min: 3s, max: 2s}}", 1) +
+		"alerts:\n  fallback_share: {above: 1.5}\n"
 	dir := writeTree(t, map[string]string{
 		"afloat.yaml": config, "triage.json": triageSchema,
 		"prompts/primary.v1.tmpl": triagePrompt, "prompts/backup.v1.tmpl": triagePrompt,
@@ -319,7 +320,7 @@ func TestDefaultsErrorsOnce(t *testing.T) {
 	for _, e := range errs {
 		paths = append(paths, e.Path)
 	}
-	want := []string{"defaults.breaker.failure_rate", "defaults.timeouts", "providers.backup.timeouts"}
+	want := []string{"defaults.breaker.failure_rate", "defaults.timeouts", "providers.backup.timeouts", "alerts.fallback_share.above"}
 	if !slices.Equal(paths, want) {
 		t.Fatalf("errors at %q, want %q:\n%v", paths, want, err)
 	}

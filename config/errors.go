@@ -65,7 +65,8 @@ func (es Errors) err() error {
 func (es Errors) sorted() Errors {
 	// One value every provider inherits from defaults fails each provider's build alike: it is
 	// said once, and not at all where an error of the file's checks says it more closely
-	// (defaults.breaker.failure_rate beside the build's defaults.breaker).
+	// (defaults.breaker.failure_rate beside the build's defaults.breaker; the alerts' checks
+	// beside the evaluator's, which repeats them at alerts).
 	all := slices.Clone(es)
 	es = slices.DeleteFunc(es, func(e *Error) bool {
 		earlier := true
@@ -75,7 +76,7 @@ func (es Errors) sorted() Errors {
 				earlier = false
 			case earlier && o.Path == e.Path && o.Msg == e.Msg: // the first of equal errors stays
 				return true
-			case strings.HasPrefix(e.Path, "defaults.") && strings.HasPrefix(o.Path, e.Path+"."):
+			case (strings.HasPrefix(e.Path, "defaults.") || e.Path == "alerts") && strings.HasPrefix(o.Path, e.Path+"."):
 				return true
 			}
 		}
