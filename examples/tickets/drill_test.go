@@ -287,8 +287,11 @@ func TestEndpointsWithoutAIKeepTheirLatency(t *testing.T) {
 	sort.Slice(during, func(i, j int) bool { return during[i] < during[j] })
 	sort.Slice(baseline, func(i, j int) bool { return baseline[i] < baseline[j] })
 	t.Logf("GET p50/max: baseline %v/%v, under 50 hanging posts %v/%v", baseline[10], baseline[19], during[10], during[19])
-	if during[19] >= 100*time.Millisecond {
-		t.Errorf("GET took up to %v while posts hung on the provider, want < 100ms", during[19])
+	// A GET stuck behind the hung posts would wait out their 400ms budget; one that does not
+	// is as fast as the baseline, but for the scheduler of a loaded machine (a max of 107ms
+	// was seen under -race beside a package install), so the bounds are wide.
+	if during[10] >= 50*time.Millisecond || during[19] >= 300*time.Millisecond {
+		t.Errorf("GET p50/max %v/%v while posts hung on the provider, want < 50ms/300ms (the posts' budget is 400ms)", during[10], during[19])
 	}
 	sort.Slice(posts, func(i, j int) bool { return posts[i] < posts[j] })
 	if posts[49] > 2*time.Second {
