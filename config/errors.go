@@ -60,8 +60,8 @@ func (es Errors) err() error {
 	return es
 }
 
-// sorted orders es by line, keeping the order of errors on one line; errors without a line
-// go last.
+// sorted drops repeated errors (below) and orders the rest by line, keeping the order of
+// errors on one line; errors without a line go last.
 func (es Errors) sorted() Errors {
 	// One value every provider inherits from defaults fails each provider's build alike: it is
 	// said once, and not at all where an error of the file's checks says it more closely
