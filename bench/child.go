@@ -41,11 +41,20 @@ var hopCPU string
 
 const hopCPUEnv = "AFLOAT_BENCH_HOP_CPU"
 
+// fdTable says whether each process grows its descriptor table before it serves (-grow-fds,
+// growFDTable); a child started with fdTableEnv=0 in its environment does not.
+var fdTable = true
+
+const fdTableEnv = "AFLOAT_BENCH_GROW_FDS"
+
 // startChild runs this program again with -serve kind arg (env added to its environment) and
 // waits for the address it listens on. The child exits when its stdin closes (Close, or this process dying).
 func startChild(kind, arg string, env ...string) (*child, error) {
 	if hopCPU != "" {
 		env = append(env, hopCPUEnv+"="+hopCPU)
+	}
+	if !fdTable {
+		env = append(env, fdTableEnv+"=0")
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -174,6 +183,11 @@ func serveChild(kind, arg string, stdout io.Writer) error {
 			return fmt.Errorf("%s=%q: want a CPU number", hopCPUEnv, v)
 		}
 		if err := pinTo(cpu); err != nil {
+			return err
+		}
+	}
+	if fdTable && os.Getenv(fdTableEnv) != "0" {
+		if _, err := growFDTable(); err != nil {
 			return err
 		}
 	}

@@ -91,10 +91,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	heapProfile := fs.String("streams-heap", "", "write a heap profile of the gateway's process to this file once every stream has started (streams scenario)")
 	cpuProfile := fs.String("streams-cpu", "", "write a CPU profile of the gateway's process over the ramp to this file, and the bare proxy's to this file plus .proxy (streams scenario)")
 	serve := fs.String("serve", "", "internal: serve one hop (proxy TARGET_URL, or gateway DIR) in this process, for the benchmarks that measure it on its own")
+	growFDs := fs.Bool("grow-fds", true, "grow each process's file-descriptor table to its limit before the runs (Linux), so that no run measures the kernel growing it; false measures that, as the runs before 2026-12-07 did")
 	pin := fs.Bool("pin", false, "bind this process (the mocks, the load generator, the gateways built in it) to CPU 0 and each hop's own process to CPU 1 (Linux, 2 CPUs or more)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	fdTable = *growFDs
 	if *serve != "" {
 		if err := serveChild(*serve, fs.Arg(0), stdout); err != nil {
 			fmt.Fprintf(stderr, "bench -serve %s: %v\n", *serve, err)
@@ -112,6 +114,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		hopCPU = "1"
+	}
+	if fdTable {
+		if _, err := growFDTable(); err != nil {
+			fmt.Fprintf(stderr, "bench: %v\n", err)
+			return 1
+		}
 	}
 	if *scale <= 0 {
 		fmt.Fprintln(stderr, "bench: -duration must be positive")

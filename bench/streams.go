@@ -29,6 +29,18 @@ func streams(ctx context.Context, p plan, r *report) error {
 		n = max(10, int(limit-512)/4)
 		note += fmt.Sprintf("; too few: %d streams instead", n)
 	}
+	if fdTable {
+		// Again, for a limit raised just now; the hops grow theirs as they start.
+		size, err := growFDTable()
+		if err != nil {
+			return err
+		}
+		if size > 0 {
+			note += fmt.Sprintf("; every process's descriptor table grown to %d before its run", size)
+		}
+	} else {
+		note += "; descriptor tables left to grow during the runs (-grow-fds=false)"
+	}
 
 	direct, err := startUpstream("direct", upstreamOptions{Chunks: chunksOf(short), ChunkEvery: every})
 	if err != nil {
