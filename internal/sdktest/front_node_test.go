@@ -62,7 +62,7 @@ type anthropicScript struct {
 func TestNodeAnthropicSDK(t *testing.T) {
 	node := needTool(t, "node")
 	npm := needTool(t, "npm")
-	dir := installPackage(t, npm, "@anthropic-ai/sdk", "testdata/anthropic", "package.json", "messages.mjs")
+	dir := installPackage(t, npm, "@anthropic-ai/sdk", "testdata/anthropic", "package.json", "package-lock.json", "messages.mjs")
 	f := newFront(t)
 
 	var res anthropicScript

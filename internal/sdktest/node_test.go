@@ -32,12 +32,13 @@ func needTool(t *testing.T, name string) string {
 // a temporary folder and returns it. An install that fails skips the test, unless CI=true.
 func installOpenAI(t *testing.T, npm string) string {
 	t.Helper()
-	return installPackage(t, npm, "openai", "testdata", "package.json", "stream.mjs", "api.mjs", "aliases.mjs")
+	return installPackage(t, npm, "openai", "testdata", "package.json", "package-lock.json", "stream.mjs", "api.mjs", "aliases.mjs")
 }
 
-// installPackage copies the files of the folder src (a package.json pinning pkg, and the
-// scripts) into a temporary folder, installs the package there from the npm registry, and
-// returns the folder. An install that fails skips the test, unless CI=true.
+// installPackage copies the files of the folder src (a package.json pinning pkg, its
+// package-lock.json, and the scripts) into a temporary folder, installs there from the npm
+// registry what the lockfile names, each package checked against its integrity hash (npm ci),
+// and returns the folder. An install that fails skips the test, unless CI=true.
 func installPackage(t *testing.T, npm, pkg, src string, names ...string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -52,7 +53,7 @@ func installPackage(t *testing.T, npm, pkg, src string, names ...string) string 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
+	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
