@@ -158,6 +158,13 @@ func TestFromContext(t *testing.T) {
 	defer cancel()
 	narrower, cancelNarrower := WithBudget(budget, clk, time.Second)
 	defer cancelNarrower()
+	// A plain context.WithDeadline under the budget (an HTTP client's timeout, say): its
+	// earlier deadline is the one that counts. It runs on real time, where the fake clock's
+	// start has long passed, so it is done already; FromContext reads its deadline all the same.
+	earlier, cancelEarlier := context.WithDeadline(budget, start.Add(2*time.Second))
+	defer cancelEarlier()
+	later, cancelLater := context.WithDeadline(budget, start.Add(10*time.Second))
+	defer cancelLater()
 	tests := []struct {
 		name   string
 		ctx    context.Context
@@ -168,6 +175,8 @@ func TestFromContext(t *testing.T) {
 		{"budget", budget, true, 5 * time.Second},
 		{"derived value context", context.WithValue(budget, struct{}{}, 1), true, 5 * time.Second},
 		{"narrower budget", narrower, true, time.Second},
+		{"earlier child deadline", earlier, true, 2 * time.Second},
+		{"later child deadline", later, true, 5 * time.Second},
 		{"without cancel", context.WithoutCancel(budget), false, 0},
 	}
 	for _, tt := range tests {
