@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 )
 
@@ -211,6 +212,14 @@ func streams(ctx context.Context, p plan, r *report) error {
 	r.printf("afloat adds %s (p50) and %s (p99) to the time to first byte; its process used %s CPU per chunk relayed and peaked at %s. "+
 		"The bare proxy adds %s (p50) and %s (p99), with %s CPU per chunk.\n\n",
 		plus(added50), plus(added99), us(af.cpuPerChunk), mib(af.rss), plus(pf.ttfb50-base50), plus(pf.ttfb99-base99), us(pf.cpuPerChunk))
+	// What the streams ask of the machine once all are open: a chunk each a period, at the CPU a
+	// chunk cost in the same run this process (the mock and the client) and the hop's.
+	demand := func(run *Run, hop fig) float64 {
+		return (figures(run, false).cpuPerChunk + hop.cpuPerChunk).Seconds() * float64(n) / every.Seconds()
+	}
+	r.printf("Once every stream is open, %d chunks a second cross the hop. At what a chunk cost in each run, this process (the mock and the client) "+
+		"and the hop's together, the bare proxy's run asks %.2f cores and afloat's %.2f, of the machine's %d.\n\n",
+		int(float64(n)/every.Seconds()), demand(pr, pf), demand(ar, af), runtime.NumCPU())
 	r.printf("The gateway's Go runtime once every stream had started: %d goroutines, %s of stacks and %s of heap objects (%s mapped in all); "+
 		"per stream %.1f goroutines, %.1f KiB of stack and %.1f KiB of heap objects (dead ones not yet swept included).\n\n",
 		am.goroutines, mib(am.stacks), mib(am.heap), mib(am.total),
