@@ -266,14 +266,6 @@ func (s *SQLite) stats(ctx context.Context, task string) (map[string]TaskStats, 
 	return scanStats(rows)
 }
 
-// refreshTaskQuery reads one task's unanswered items and the creation time of the oldest.
-const refreshTaskQuery = `SELECT
-	(SELECT IFNULL(MAX(unanswered), 0) FROM task_depth WHERE task = ?1),
-	(SELECT MIN(first) FROM (
-		SELECT MIN(created_ns) AS first FROM items WHERE status = 'pending' AND task = ?1
-		UNION ALL
-		SELECT MIN(created_ns) FROM items WHERE status = 'claimed' AND task = ?1))`
-
 // refreshTask publishes one task's depth after a write, from the task_depth row and the
 // oldest unanswered item found by the items_status index: a few pages read, however long the
 // queue (counting the queue here made each commit wait for a scan of it). A failure is
@@ -286,7 +278,13 @@ func (s *SQLite) refreshTask(ctx context.Context, task string) {
 		unanswered int64
 		oldest     sql.NullInt64
 	)
-	err := s.db.QueryRowContext(ctx, refreshTaskQuery, task).Scan(&unanswered, &oldest)
+	err := s.db.QueryRowContext(ctx, `SELECT
+			(SELECT IFNULL(MAX(unanswered), 0) FROM task_depth WHERE task = ?1),
+			(SELECT MIN(first) FROM (
+				SELECT MIN(created_ns) AS first FROM items WHERE status = 'pending' AND task = ?1
+				UNION ALL
+				SELECT MIN(created_ns) FROM items WHERE status = 'claimed' AND task = ?1))`,
+		task).Scan(&unanswered, &oldest)
 	if err != nil {
 		s.opts.Logger.Warn("review metrics not refreshed", "task", task, "err", err)
 		return

@@ -16,6 +16,6 @@
 // The Node tests install the pinned packages from the npm registry into temporary folders,
 // with npm ci from the lockfiles under testdata (every transitive package's version and
 // integrity hash; refresh one with npm install --package-lock-only after changing its
-// package.json); without node and npm they skip, and under CI=true they fail instead. The package has no
-// code of its own.
+// package.json); without node and npm they skip, and under CI=true they fail instead. The
+// package has no code of its own.
 package sdktest
