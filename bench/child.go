@@ -186,7 +186,7 @@ func serveChild(kind, arg string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if fdTable && os.Getenv(fdTableEnv) != "0" {
+	if os.Getenv(fdTableEnv) != "0" { // the parent's -grow-fds decides
 		if _, err := growFDTable(); err != nil {
 			return err
 		}
